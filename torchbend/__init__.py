@@ -1,0 +1,32 @@
+"""torchbend: trace, inspect and bend the weights and activations of PyTorch modules."""
+
+from .bended import ActivationInfo, BendedModule, Bending
+from .callbacks.base import BendingCallback, Chain
+from .errors import (
+    BendingError,
+    GuardError,
+    SelectionError,
+    TorchbendError,
+    TracingError,
+)
+from .tables import Table
+from .tracing import BendingTracer, FlowStep
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ActivationInfo",
+    "BendedModule",
+    "Bending",
+    "BendingCallback",
+    "BendingError",
+    "BendingTracer",
+    "Chain",
+    "FlowStep",
+    "GuardError",
+    "SelectionError",
+    "Table",
+    "TorchbendError",
+    "TracingError",
+    "__version__",
+]

@@ -1,0 +1,147 @@
+"""The bending callback contract: a small module that bends a weight or an activation."""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+import torch
+from torch import nn
+
+from ..errors import BendingError
+
+__all__ = ["BendingCallback", "Chain"]
+
+
+class BendingCallback(nn.Module):
+    """Base class of every bending callback.
+
+    A callback bends *targets*: weights (named by their dotted parameter name, e.g.
+    ``"conv.weight"``) and activations (named ``"<method>:<node>"``, e.g. ``"forward:conv"``).
+    The same instance may bend several targets; per-target state (a mask, a permutation) is
+    allocated once per target by :meth:`register_target` and kept in buffers, so that
+    ``.to(device)`` and ``state_dict`` carry it.
+
+    Subclasses implement :meth:`bend`. Weights are bent once, when the bending changes, by
+    :meth:`bend_weight` (``bend`` by default), on a copy: the wrapped model's own weights are
+    never modified. Activations are bent on every call by :meth:`forward`.
+
+    Notes:
+        A callback that holds state shaped like its target (``Mask()`` without ``dim``) only
+        fits activations of that shape. Give ``dim=`` to keep the state along some axes only,
+        so that it broadcasts over any batch size or length.
+    """
+
+    scriptable: ClassVar[bool] = True
+    """Whether ``torch.jit.script`` can compile this callback (checked before exporting)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._state_names: dict[str, str] = {}
+
+    # -- to implement -------------------------------------------------------------------------
+
+    def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        """Return ``x`` bent. ``name`` is the target being bent (weight or activation)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement bend(x, name)")
+
+    def register_target(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        """Allocate the state this callback needs for target ``name`` (nothing by default)."""
+
+    # -- entry points -------------------------------------------------------------------------
+
+    def forward(self, x: torch.Tensor, name: str = "") -> torch.Tensor:
+        return self.bend(x, name)
+
+    def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        """Return a bent copy of ``weight`` (never modify ``weight`` in place)."""
+        return self.bend(weight, name)
+
+    def __rshift__(self, other: BendingCallback) -> Chain:
+        return Chain(self, other)
+
+    # -- per-target state ---------------------------------------------------------------------
+
+    def add_state(self, name: str, tensor: torch.Tensor) -> None:
+        """Keep ``tensor`` as this callback's state for target ``name`` (a buffer)."""
+        buffer = self._state_names.get(name)
+        if buffer is None:
+            buffer = f"state_{len(self._state_names)}_{re.sub(r'[^0-9a-zA-Z_]', '_', name)}"
+            self._state_names[name] = buffer
+        self.register_buffer(buffer, tensor)
+
+    def has_state(self, name: str) -> bool:
+        return name in self._state_names
+
+    def state(self, name: str) -> torch.Tensor:
+        """The state kept for target ``name``."""
+        buffer = self._state_names.get(name)
+        if buffer is None:
+            raise BendingError(
+                f"{self!r} has no state for target '{name}'; it was registered for "
+                f"{sorted(self._state_names) or 'no target'}. Bend targets through "
+                "BendedModule.bend so that their state is allocated."
+            )
+        return getattr(self, buffer)
+
+    def check_broadcast(self, state: torch.Tensor, x: torch.Tensor, name: str) -> None:
+        """Raise a :class:`BendingError` if ``state`` cannot broadcast onto ``x``."""
+        if state.dim() > x.dim() or any(
+            s != 1 and s != t for s, t in zip(reversed(state.shape), reversed(x.shape))
+        ):
+            raise BendingError(
+                f"{self!r} holds state of shape {list(state.shape)} for '{name}', which was "
+                f"traced with that shape, but was called on a tensor of shape {list(x.shape)}. "
+                f"Give the callback dim= (for instance dim=-2 to act on channels only) so that "
+                f"its state broadcasts over any shape."
+            )
+
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.extra_repr()})"
+
+
+class Chain(BendingCallback):
+    """Callbacks applied one after the other (``cb1 >> cb2``).
+
+    Example:
+        >>> import torchbend as tb
+        >>> chain = tb.Scale(2.0) >> tb.Bias(1.0)
+        >>> chain(torch.ones(2), "x")
+        tensor([3., 3.])
+    """
+
+    def __init__(self, *callbacks: BendingCallback) -> None:
+        super().__init__()
+        flat: list[BendingCallback] = []
+        for cb in callbacks:
+            if not isinstance(cb, BendingCallback):
+                raise BendingError(
+                    f"can only chain bending callbacks, got {type(cb).__name__}: {cb!r}"
+                )
+            flat.extend(cb.callbacks if isinstance(cb, Chain) else [cb])
+        self.callbacks = nn.ModuleList(flat)
+        self.scriptable = all(cb.scriptable for cb in flat)  # type: ignore[misc]
+
+    def register_target(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        for cb in self.callbacks:
+            cb.register_target(name, shape, dtype, device)
+
+    def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        for cb in self.callbacks:
+            x = cb(x, name)
+        return x
+
+    def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        for cb in self.callbacks:
+            weight = cb.bend_weight(weight, name)
+        return weight
+
+    def __repr__(self) -> str:
+        return " >> ".join(repr(cb) for cb in self.callbacks)

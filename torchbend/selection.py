@@ -1,0 +1,114 @@
+"""Selection of bending targets: regular expressions over weight and activation names."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .errors import SelectionError, closest
+
+__all__ = ["Selection", "filter_names", "select"]
+
+_SCOPED = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):(.*)$")
+
+
+@dataclass
+class Selection:
+    """The targets a set of patterns selected."""
+
+    weights: list[str] = field(default_factory=list)
+    """Dotted parameter names, in model order."""
+    activations: dict[str, list[str]] = field(default_factory=dict)
+    """Graph node names, per traced method."""
+
+    def keys(self) -> list[str]:
+        """Weight names, then activations as ``"<method>:<node>"``."""
+        return self.weights + [f"{fn}:{n}" for fn, names in self.activations.items() for n in names]
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise SelectionError(f"pattern {pattern!r} is not a valid regular expression: {e}") from None
+
+
+def select(
+    patterns: Sequence[str],
+    weights: Sequence[str],
+    activations: Mapping[str, Sequence[str]],
+    fn: str | Iterable[str] | None = None,
+    owner: str = "the module",
+) -> Selection:
+    """Match ``patterns`` (``re.match``) against weight names and activation names.
+
+    A pattern ``"encode:conv$"`` only matches activations of the traced method ``encode``.
+    ``fn`` restricts unscoped patterns to the activations of those methods. Every pattern must
+    match something, else a :class:`SelectionError` lists the closest names.
+    """
+    if isinstance(fn, str):
+        fns: set[str] | None = {fn}
+    else:
+        fns = None if fn is None else set(fn)
+    unknown = sorted((fns or set()) - set(activations))
+    if unknown:
+        raise SelectionError(
+            f"method(s) {unknown} of {owner} were not traced; traced methods: "
+            f"{sorted(activations) or 'none'}. Trace first with bended.trace('{unknown[0]}', ...)."
+        )
+    chosen_w: set[str] = set()
+    chosen_a: dict[str, set[str]] = {}
+    for pattern in patterns:
+        if not isinstance(pattern, str):
+            raise SelectionError(f"patterns must be strings, got {type(pattern).__name__}: {pattern!r}")
+        scoped = _SCOPED.match(pattern)
+        if scoped and scoped.group(1) in activations:
+            scope, regex = {scoped.group(1)}, _compile(scoped.group(2))
+            match_weights = False
+        else:
+            scope = fns if fns is not None else set(activations)
+            regex, match_weights = _compile(pattern), True
+        found = False
+        if match_weights:
+            for w in weights:
+                if regex.match(w):
+                    chosen_w.add(w)
+                    found = True
+        for method in scope:
+            for node in activations[method]:
+                if regex.match(node):
+                    chosen_a.setdefault(method, set()).add(node)
+                    found = True
+        if not found:
+            names = list(weights) + [n for m in scope for n in activations[m]]
+            hint = closest(pattern, names)
+            raise SelectionError(
+                f"pattern {pattern!r} matched no weight or activation of {owner}"
+                + (f"; did you mean {' or '.join(repr(h) for h in hint)}?" if hint else "")
+                + (f" (searched activations of {sorted(scope)})" if scope else
+                   " (no method is traced, so only weights were searched)")
+            )
+    return Selection(
+        weights=[w for w in weights if w in chosen_w],
+        activations={
+            m: [n for n in activations[m] if n in chosen_a[m]] for m in activations if m in chosen_a
+        },
+    )
+
+
+def filter_names(
+    names: Iterable[str],
+    flt: str | Sequence[str] | None = None,
+    exclude: str | Sequence[str] | None = None,
+) -> list[str]:
+    """Keep names matching any ``flt`` pattern and none of the ``exclude`` patterns."""
+    flts = [flt] if isinstance(flt, str) else list(flt or [])
+    excl = [exclude] if isinstance(exclude, str) else list(exclude or [])
+    keep = [_compile(p) for p in flts]
+    drop = [_compile(p) for p in excl]
+    return [
+        n
+        for n in names
+        if (not keep or any(p.match(n) for p in keep)) and not any(p.match(n) for p in drop)
+    ]

@@ -1,0 +1,70 @@
+"""Facts about a call's inputs that a traced graph depends on, and how to read them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+
+__all__ = ["Fact", "fact_reader", "signature_of"]
+
+Fact = tuple[str, str, int | None]
+"""``(input name, what, index)``: ``what`` is ``shape`` (``index`` a dim, or ``None`` for the
+whole shape), ``dtype``, ``ndim``, ``device``, ``value`` (a scalar argument) or ``sig``
+(the whole structure of a container argument)."""
+
+_MISSING = object()
+
+
+def signature_of(value: Any) -> Any:
+    """A hashable summary of ``value``: shapes and dtypes of tensors, scalars by value."""
+    if isinstance(value, torch.Tensor):
+        return ("T", tuple(value.shape), value.dtype)
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(signature_of(v) for v in value))
+    if isinstance(value, Mapping):
+        return ("M", tuple((k, signature_of(v)) for k, v in value.items()))
+    if hasattr(value, "batch_size") and hasattr(value, "items"):  # TensorDict
+        return ("TD", tuple(value.batch_size), signature_of(dict(value.items())))
+    try:
+        hash(value)
+    except TypeError:
+        return ("id", id(value))
+    return value
+
+
+def fact_reader(fact: Fact) -> Callable[[Mapping[str, Any]], Any]:
+    """Compile ``fact`` into a function reading it from a mapping of input values."""
+    name, what, index = fact
+    if what == "shape" and index is not None:
+        k = index
+
+        def read_dim(inputs: Mapping[str, Any]) -> Any:
+            shape = inputs[name].shape
+            return shape[k] if -len(shape) <= k < len(shape) else _MISSING
+
+        return read_dim
+    if what == "shape":
+        return lambda inputs: tuple(inputs[name].shape)
+    if what == "dtype":
+        return lambda inputs: inputs[name].dtype
+    if what == "ndim":
+        return lambda inputs: inputs[name].ndim
+    if what == "device":
+        return lambda inputs: inputs[name].device
+    if what == "value":
+        return lambda inputs: signature_of(inputs[name])
+    if what == "sig":
+        return lambda inputs: signature_of(inputs[name])
+    raise AssertionError(f"unknown fact {fact}")
+
+
+def describe_fact(fact: Fact) -> str:
+    """Human-readable form of a fact, for error messages."""
+    name, what, index = fact
+    if what == "shape":
+        return f"{name}.shape" + ("" if index is None else f"[{index}]")
+    if what in ("value", "sig"):
+        return name
+    return f"{name}.{what}"

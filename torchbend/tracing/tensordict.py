@@ -1,0 +1,58 @@
+"""Tracing of tensordict modules: a program over the keys they read and write."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import nn
+
+__all__ = ["TensorDictProgram", "is_tensordict_module"]
+
+
+def is_tensordict_module(module: nn.Module) -> bool:
+    """Whether ``module`` is a ``tensordict.nn.TensorDictModuleBase`` (without importing it)."""
+    return any(
+        c.__name__ == "TensorDictModuleBase" and c.__module__.startswith("tensordict")
+        for c in type(module).__mro__
+    )
+
+
+def _steps(module: Any) -> list[Any]:
+    """The ``TensorDictModule`` leaves of a (possibly nested) ``TensorDictSequential``."""
+    if type(module).__name__ == "TensorDictSequential" or hasattr(module, "module") and isinstance(
+        getattr(module, "module", None), nn.ModuleList
+    ):
+        return [step for child in module.module for step in _steps(child)]
+    return [module]
+
+
+class TensorDictProgram(nn.Module):
+    """Runs a tensordict module as the sequence of its steps, for tracing.
+
+    Each step reads its ``in_keys`` (from the input TensorDict, or from what an earlier step
+    wrote), calls its inner module, and its outputs are written to ``out_keys`` of the input
+    TensorDict at the end, which is returned, as ``TensorDictModule.forward`` does. The
+    program shares its submodules with ``root``, so weight names and module paths are the
+    same as in ``root``.
+    """
+
+    def __init__(self, root: nn.Module) -> None:
+        super().__init__()
+        self._modules = root._modules
+        self.steps = _steps(root)
+        self.__dict__["root_name"] = type(root).__name__
+
+    def forward(self, tensordict: Any) -> Any:
+        written: dict[Any, Any] = {}
+        for step in self.steps:
+            inputs = [
+                written[k] if k in written else tensordict.get(k) for k in step.in_keys
+            ]
+            outputs = step.module(*inputs)
+            if not isinstance(outputs, tuple):
+                outputs = (outputs,)
+            for key, value in zip(step.out_keys, outputs):
+                written[key] = value
+        for key, value in written.items():
+            tensordict.set(key, value)
+        return tensordict

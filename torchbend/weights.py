@@ -1,0 +1,78 @@
+"""Weight bending: bent copies of weights, and a view of the module that uses them."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+
+import torch
+from torch import nn
+
+__all__ = ["WeightBank", "module_view"]
+
+
+def module_view(module: nn.Module, replaced: Mapping[str, torch.Tensor]) -> nn.Module:
+    """A shallow copy of ``module`` whose parameters named in ``replaced`` are swapped.
+
+    Only the modules on the path to a replaced parameter are copied; everything else (other
+    parameters, buffers, hooks, submodules) is shared with ``module``, which is left untouched.
+    """
+    if not replaced:
+        return module
+    view = copy.copy(module)
+    view._parameters = dict(module._parameters)  # type: ignore[assignment]
+    view._modules = dict(module._modules)  # type: ignore[assignment]
+    children: dict[str, dict[str, torch.Tensor]] = {}
+    for name, tensor in replaced.items():
+        head, _, rest = name.partition(".")
+        if rest:
+            children.setdefault(head, {})[rest] = tensor
+        else:
+            view._parameters[head] = tensor  # type: ignore[assignment]
+    for head, sub in children.items():
+        child = module._modules[head]
+        assert child is not None
+        view._modules[head] = module_view(child, sub)
+    return view
+
+
+class WeightBank:
+    """Keeps bent weights apart from the wrapped module's own parameters.
+
+    ``view`` is the module as the bended graphs see it: the wrapped module itself when nothing
+    is bent, else a shallow copy whose bent parameters are replaced (see :func:`module_view`).
+    """
+
+    def __init__(self, module: nn.Module) -> None:
+        self.module = module
+        self.bent: dict[str, nn.Parameter] = {}
+        self.view: nn.Module = module
+        self._aliases: dict[str, list[str]] = {}
+        by_id: dict[int, list[str]] = {}
+        for name, p in module.named_parameters(remove_duplicate=False):
+            by_id.setdefault(id(p), []).append(name)
+        for names in by_id.values():
+            for name in names:
+                self._aliases[name] = names
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.module.named_parameters()]
+
+    def original(self, name: str) -> nn.Parameter:
+        return self.module.get_parameter(name)
+
+    def current(self, name: str) -> torch.Tensor:
+        return self.bent.get(name, self.original(name))
+
+    def set(self, bent: Mapping[str, torch.Tensor]) -> None:
+        """Replace all bent weights (an empty mapping restores the originals)."""
+        self.bent = {
+            name: t if isinstance(t, nn.Parameter) else nn.Parameter(t, requires_grad=False)
+            for name, t in bent.items()
+        }
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Rebuild ``view`` (after bending, a device move or a train/eval switch)."""
+        replaced = {alias: t for name, t in self.bent.items() for alias in self._aliases[name]}
+        self.view = module_view(self.module, replaced)
