@@ -1,7 +1,19 @@
 """torchbend: trace, inspect and bend the weights and activations of PyTorch modules."""
 
 from .bended import ActivationInfo, BendedModule, Bending
-from .callbacks.base import BendingCallback, Chain
+from .callbacks import (
+    Affine,
+    BendingCallback,
+    Bias,
+    Chain,
+    Clamp,
+    Lambda,
+    Mask,
+    Noise,
+    Normal,
+    Permute,
+    Scale,
+)
 from .errors import (
     BendingError,
     GuardError,
@@ -16,6 +28,15 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ActivationInfo",
+    "Affine",
+    "Bias",
+    "Clamp",
+    "Lambda",
+    "Mask",
+    "Noise",
+    "Normal",
+    "Permute",
+    "Scale",
     "BendedModule",
     "Bending",
     "BendingCallback",

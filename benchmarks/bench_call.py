@@ -1,0 +1,116 @@
+"""Per-call overhead of BendedModule against the plain module, and trace time against torch.fx.
+
+Run: python benchmarks/bench_call.py [--quick]
+
+Prints, for each model and thread setting, the median time of interleaved calls and the ratio
+of each bended variant to the plain module measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+import torchbend as tb
+
+
+class ConvStack(nn.Module):
+    """A conv1d audio model: ``layers`` conv + activation blocks of ``channels`` channels."""
+
+    def __init__(self, layers: int, channels: int) -> None:
+        super().__init__()
+        self.inp = nn.Conv1d(1, channels, 3, padding=1)
+        self.convs = nn.ModuleList(nn.Conv1d(channels, channels, 3, padding=1) for _ in range(layers - 2))
+        self.out = nn.Conv1d(channels, 1, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.tanh(self.inp(x))
+        for conv in self.convs:
+            x = torch.tanh(conv(x)) + x
+        return self.out(x)
+
+
+def interleaved(fns: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """Median seconds per call of each function, calls interleaved round by round."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for fn in fns.values():
+        fn()
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def bench_calls(layers: int, channels: int, length: int, rounds: int) -> list[str]:
+    torch.manual_seed(0)
+    model = ConvStack(layers, channels).eval()
+    x = torch.randn(1, 1, length)
+    variants = {"plain": model}
+    for label in ("nothing bent", "activation masked", "weight scaled"):
+        bended = tb.BendedModule(model)
+        bended.trace(x=x)
+        if label == "activation masked":
+            bended.bend(tb.Mask(0.3, dim=-2, seed=0), "convs_3$")
+        elif label == "weight scaled":
+            bended.bend(tb.Scale(0.5), r"convs\.3\.weight")
+        variants[label] = bended
+    lines = []
+    for threads in (1, torch.get_num_threads()):
+        previous = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        with torch.inference_mode():
+            med = interleaved({k: (lambda m=m: m(x)) for k, m in variants.items()}, rounds)
+        torch.set_num_threads(previous)
+        for k, v in med.items():
+            lines.append(
+                f"| conv {layers}x{channels}, [1, 1, {length}] | {threads} | {k} | "
+                f"{v * 1e3:.3f} ms | {v / med['plain']:.3f}x |"
+            )
+    return lines
+
+
+def bench_trace(layers: int, channels: int, length: int, rounds: int) -> str:
+    model = ConvStack(layers, channels).eval()
+    x = torch.randn(1, 1, length)
+
+    def fx() -> None:
+        torch.fx.symbolic_trace(model)
+        model(x)
+
+    def bend() -> None:
+        tb.BendedModule(model).trace(x=x)
+
+    med = interleaved({"fx": fx, "torchbend": bend}, rounds)
+    return (
+        f"| conv {layers}x{channels}, [1, 1, {length}] | {med['fx'] * 1e3:.2f} ms | "
+        f"{med['torchbend'] * 1e3:.2f} ms | {med['torchbend'] / med['fx']:.2f}x |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="few rounds (smoke test)")
+    args = parser.parse_args()
+    rounds = 5 if args.quick else 200
+    configs = [(8, 32, 4096), (16, 128, 16384)]
+    print("| model | threads | variant | median call | ratio to plain |")
+    print("|---|---|---|---|---|")
+    for layers, channels, length in configs:
+        for line in bench_calls(layers, channels, length, rounds if channels < 128 else rounds // 4):
+            print(line)
+    print()
+    print("| model | fx.symbolic_trace + eager call | BendedModule.trace | ratio |")
+    print("|---|---|---|---|")
+    for layers, channels, length in configs:
+        print(bench_trace(layers, channels, length, max(3, rounds // 20)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,343 @@
+"""Tests of the BendedModule facade: calling, inspecting, bending, resetting."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import torchbend as tb
+
+
+class Greg(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv_module = nn.Conv1d(1, 4, 3)
+
+    def forward(self, x):
+        return self.conv_module(x)
+
+
+class AutoEncoder(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc = nn.Conv1d(1, 8, 4, stride=4)
+        self.dec = nn.ConvTranspose1d(8, 1, 4, stride=4)
+
+    def encode(self, x):
+        return torch.tanh(self.enc(x))
+
+    def decode(self, z):
+        return self.dec(z)
+
+    def forward(self, x):
+        return self.decode(self.encode(x))
+
+    def latent_norm(self, x):
+        return self.encode(x).norm()
+
+
+class Counting(tb.BendingCallback):
+    """Scales by 2 and counts how often it bends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight_calls = 0
+        self.activation_calls = 0
+
+    def bend(self, x, name):
+        self.activation_calls += 1
+        return x * 2
+
+    def bend_weight(self, weight, name):
+        self.weight_calls += 1
+        return weight * 2
+
+
+@pytest.fixture
+def greg():
+    torch.manual_seed(0)
+    return Greg()
+
+
+def snapshot(module: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+def assert_untouched(module: nn.Module, before: dict[str, torch.Tensor]) -> None:
+    for k, v in module.state_dict().items():
+        assert torch.equal(v, before[k]), f"{k} of the wrapped module changed"
+
+
+def test_is_an_nn_module_sharing_the_wrapped_parameters(greg):
+    bended = tb.BendedModule(greg)
+    assert isinstance(bended, nn.Module)
+    assert {id(p) for p in bended.parameters()} == {id(p) for p in greg.parameters()}
+    assert set(bended.state_dict()) == {"module.conv_module.weight", "module.conv_module.bias"}
+    bended.eval()
+    assert not greg.training
+    bended.train()
+    assert greg.training
+
+
+def test_trace_returns_graph_and_outputs(greg):
+    x = torch.randn(1, 1, 16)
+    bended = tb.BendedModule(greg)
+    graph = bended.trace(x=x)
+    assert isinstance(graph, torch.fx.Graph)
+    assert graph.flow_steps == []
+    graph2, out = bended.trace(x=x, _return_out=True)
+    assert torch.equal(out, greg(x))
+    _, out = bended.trace(x=x, return_out=True)
+    assert torch.equal(out, greg(x))
+
+
+def test_call_forms(greg):
+    x = torch.randn(2, 1, 16)
+    bended = tb.BendedModule(greg)
+    bended.trace(x=x)
+    assert torch.equal(bended(x), greg(x))
+    assert torch.equal(bended.forward(x), greg(x))
+    assert torch.equal(bended(x=x), greg(x))
+    assert torch.equal(bended.call("forward", x), greg(x))
+
+
+def test_trace_input_errors_name_the_signature(greg):
+    bended = tb.BendedModule(greg)
+    with pytest.raises(tb.TracingError, match=r"Greg.forward\(x\) has no argument 'y'"):
+        bended.trace(y=torch.randn(1, 1, 16))
+    with pytest.raises(tb.TracingError, match=r"missing argument 'x'"):
+        bended.trace()
+    with pytest.raises(tb.TracingError, match="has no method 'encod'"):
+        bended.trace("encod", x=torch.randn(1, 1, 16))
+    bended.trace(x=torch.randn(1, 1, 16))
+    with pytest.raises(tb.TracingError, match="positional"):
+        bended(torch.randn(1, 1, 16), torch.randn(1))
+
+
+def test_traced_and_untraced_methods():
+    torch.manual_seed(0)
+    model = AutoEncoder()
+    x = torch.randn(1, 1, 32)
+    bended = tb.BendedModule(model)
+    bended.trace("encode", x=x)
+    z = model.encode(x)
+    bended.trace("decode", z=z)
+    assert bended.traced_methods == ["encode", "decode"]
+    assert torch.equal(bended.encode(x), z)
+    assert torch.equal(bended.decode(z), model.decode(z))
+    # forward is not traced: it runs the module's own method, with bended weights
+    assert torch.equal(bended(x), model(x))
+    bended.bend(tb.Scale(0.0), r"enc\.weight")
+    latent = torch.tanh(model.enc.bias)[None, :, None].expand(1, 8, 8)
+    assert torch.allclose(bended.latent_norm(x), latent.norm())
+    assert torch.allclose(bended(x), model.decode(latent))
+    with pytest.raises(AttributeError):
+        bended.not_a_method
+
+
+def test_inspection(greg, tmp_path):
+    x = torch.randn(1, 1, 16)
+    bended = tb.BendedModule(greg)
+    bended.trace(x=x)
+    assert bended.weight_names == ["conv_module.weight", "conv_module.bias"]
+    assert bended.weight_shape("conv_module.weight") == torch.Size([4, 1, 3])
+    with pytest.raises(tb.SelectionError, match="did you mean 'conv_module.weight'"):
+        bended.weight_shape("conv_module.weigth")
+    assert bended.activation_names() == ["x", "conv_module"]
+    assert bended.activation_shape("conv_module") == torch.Size([1, 4, 14])
+    with pytest.raises(tb.SelectionError, match="did you mean 'conv_module'"):
+        bended.activation_shape("conv_modul")
+    assert [a.name for a in bended.activations(op="call_module")] == ["conv_module"]
+    assert [a.name for a in bended.activations(flt="conv")] == ["conv_module"]
+    assert [a.name for a in bended.activations(exclude="conv")] == ["x"]
+    table = bended.print_activations()
+    assert "conv_module" in table and "call_module" in table and "[1, 4, 14]" in table
+    assert "<table>" in table._repr_html_()
+    weights = bended.print_weights(out=tmp_path / "w.txt")
+    assert (tmp_path / "w.txt").read_text().strip() == weights.strip()
+    assert "conv_module.bias" in weights and "std" in weights
+    assert "conv_module.bias" not in bended.print_weights(flt="conv_module.weight")
+    assert "call_module[target=conv_module]" in bended.print_graph()
+    assert isinstance(bended.graph_module(), torch.fx.GraphModule)
+    with pytest.raises(tb.TracingError, match="not traced"):
+        bended.graph("encode")
+
+
+def test_print_activations_matches_the_seed_table(greg, capsys):
+    bended = tb.BendedModule(greg)
+    bended.trace(x=torch.randn(1, 1, 16))
+    bended.print_activations()
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[2].split()[:2] == ["x", "placeholder"]
+    assert printed[3].split()[:2] == ["conv_module", "call_module"]
+
+
+def test_bend_selects_by_regex_and_returns_keys(greg):
+    x = torch.randn(1, 1, 16)
+    bended = tb.BendedModule(greg)
+    bended.trace(x=x)
+    assert bended.bend(tb.Bias(1.0), "conv_module$") == ["forward:conv_module"]
+    assert torch.allclose(bended(x), greg(x) + 1)
+    assert bended.bend(tb.Scale(2.0), "conv_module.w") == ["conv_module.weight"]
+    assert bended.bended_keys() == ["forward:conv_module", "conv_module.weight"]
+    assert bended.bend(tb.Scale(1.0), "conv") == [
+        "conv_module.weight", "conv_module.bias", "forward:conv_module"
+    ]
+    assert bended.bend(tb.Scale(1.0), "forward:x$") == ["forward:x"]
+
+
+def test_bend_errors(greg):
+    bended = tb.BendedModule(greg)
+    bended.trace(x=torch.randn(1, 1, 16))
+    with pytest.raises(tb.SelectionError, match=r"matched no weight or activation of Greg; did you mean 'conv_module"):
+        bended.bend(tb.Mask(0.3), "conv_modul$")
+    with pytest.raises(tb.SelectionError, match="not a valid regular expression"):
+        bended.bend(tb.Mask(0.3), "conv[")
+    with pytest.raises(tb.SelectionError, match="at least one pattern"):
+        bended.bend(tb.Mask(0.3))
+    with pytest.raises(tb.BendingError, match=r"call it: Mask\(...\)"):
+        bended.bend(tb.Mask, "conv")
+    with pytest.raises(tb.BendingError, match="takes a BendingCallback"):
+        bended.bend(lambda x: x, "conv")
+    with pytest.raises(tb.SelectionError, match="were not traced"):
+        bended.bend(tb.Mask(0.3), "conv", fn="encode")
+    assert bended.bended_keys() == []
+
+
+def test_scoped_patterns_and_fn_restriction():
+    torch.manual_seed(0)
+    model = AutoEncoder()
+    x = torch.randn(1, 1, 32)
+    bended = tb.BendedModule(model)
+    bended.trace("encode", x=x)
+    bended.trace("decode", z=model.encode(x))
+    bended.trace("forward", x=x)
+    assert bended.bend(tb.Scale(1.0), "encode:enc$") == ["forward:enc"][:0] + ["encode:enc"]
+    assert bended.bend(tb.Scale(1.0), "enc$", fn="forward") == ["forward:enc"]
+    assert bended.bend(tb.Scale(1.0), "dec$") == ["decode:dec", "forward:dec"]
+
+
+def test_bending_never_touches_the_wrapped_module_and_reset_is_exact(greg):
+    x = torch.randn(3, 1, 16)
+    before = snapshot(greg)
+    expected = greg(x)
+    bended = tb.BendedModule(greg)
+    bended.trace(x=x)
+    bended.bend(tb.Noise(0.5, seed=0), "conv_module.weight")
+    bended.bend(tb.Mask(0.5, seed=0), "conv_module")
+    assert not torch.equal(bended(x), expected)
+    assert_untouched(greg, before)
+    assert torch.equal(greg(x), expected)
+    bended.reset()
+    assert bended.bended_keys() == []
+    assert torch.equal(bended(x), expected)
+    assert_untouched(greg, before)
+
+
+def test_several_callbacks_apply_in_order_and_chain(greg):
+    x = torch.randn(1, 1, 16)
+    bended = tb.BendedModule(greg)
+    bended.trace(x=x)
+    bended.bend(tb.Bias(1.0), "conv_module$")
+    bended.bend(tb.Scale(2.0), "conv_module$")
+    expected = (greg(x) + 1) * 2
+    assert torch.allclose(bended(x), expected)
+    bended.reset()
+    bended.bend(tb.Bias(1.0) >> tb.Scale(2.0), "conv_module$")
+    assert torch.allclose(bended(x), expected)
+
+
+def test_weight_bending_is_computed_once_and_graphs_are_not_rebuilt(greg):
+    x = torch.randn(1, 1, 16)
+    bended = tb.BendedModule(greg)
+    bended.trace(x=x)
+    weights, activations = Counting(), Counting()
+    bended.bend(weights, "conv_module.weight")
+    bended.bend(activations, "conv_module$")
+    gm = bended.graph_module()
+    for _ in range(5):
+        bended(x)
+    assert weights.weight_calls == 1
+    assert activations.activation_calls == 5
+    assert bended.graph_module() is gm
+    assert torch.allclose(bended(x), 2 * nn.functional.conv1d(x, 2 * greg.conv_module.weight, greg.conv_module.bias))
+
+
+def test_bendings_apply_to_graphs_traced_later():
+    torch.manual_seed(0)
+    model = AutoEncoder()
+    x = torch.randn(1, 1, 32)
+    bended = tb.BendedModule(model)
+    bended.trace("encode", x=x)
+    bended.bend(tb.Scale(0.0), "enc$")
+    assert torch.equal(bended.encode(x), torch.zeros(1, 8, 8))
+    bended.trace("forward", x=x)
+    assert bended.bended_keys() == ["encode:enc", "forward:enc"]
+    assert torch.equal(bended(x), model.decode(torch.zeros(1, 8, 8)))
+
+
+def test_full_shape_mask_fails_on_other_shapes_with_the_dim_fix(greg):
+    x = torch.randn(1, 1, 16)
+    bended = tb.BendedModule(greg)
+    bended.trace(x=x)
+    bended.bend(tb.Bias(1.0), "conv_module$")
+    bended(torch.randn(4, 1, 32))
+    bended.reset()
+    bended.bend(tb.Mask(0.3), "conv_module$")
+    bended(x)
+    with pytest.raises(tb.BendingError, match=r"\[1, 4, 14\].*\[4, 4, 30\].*dim="):
+        bended(torch.randn(4, 1, 32))
+    bended.reset()
+    bended.bend(tb.Mask(prob=0.3, dim=-2), "conv_module$")
+    assert bended(torch.randn(4, 1, 32)).shape == (4, 4, 30)
+
+
+def test_device_and_dtype_moves_keep_bendings(greg):
+    x = torch.randn(1, 1, 16)
+    bended = tb.BendedModule(greg)
+    bended.trace(x=x)
+    bended.bend(tb.Scale(2.0), "conv_module.weight")
+    bended.bend(tb.Mask(0.5, seed=1), "conv_module$")
+    expected = bended(x)
+    bended.double()
+    out = bended(x.double())
+    assert out.dtype == torch.float64
+    assert torch.allclose(out.float(), expected, atol=1e-6)
+    assert greg.conv_module.weight.dtype == torch.float64
+
+
+def test_tied_weights_are_bent_together():
+    class Tied(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Linear(4, 4, bias=False)
+            self.b = nn.Linear(4, 4, bias=False)
+            self.b.weight = self.a.weight
+
+        def forward(self, x):
+            return self.b(self.a(x))
+
+    bended = tb.BendedModule(Tied())
+    x = torch.randn(2, 4)
+    bended.trace(x=x)
+    assert bended.weight_names == ["a.weight"]
+    bended.bend(tb.Scale(0.0), "a.weight")
+    assert torch.equal(bended(x), torch.zeros(2, 4))
+
+
+def test_bended_state_dict_holds_bent_weights(greg):
+    bended = tb.BendedModule(greg)
+    bended.bend(tb.Scale(2.0), "conv_module.weight")
+    state = bended.bended_state_dict()
+    assert torch.equal(state["conv_module.weight"], 2 * greg.conv_module.weight)
+    assert torch.equal(state["conv_module.bias"], greg.conv_module.bias)
+
+
+def test_torch_compile_gives_the_same_outputs(greg):
+    x = torch.randn(1, 1, 16)
+    bended = tb.BendedModule(greg)
+    bended.trace(x=x)
+    bended.bend(tb.Bias(1.0), "conv_module$")
+    compiled = torch.compile(bended, backend="eager")
+    assert torch.allclose(compiled(x), bended(x))
