@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The one check command: set-up, lint, format, types, tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh dev
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy
+.venv/bin/python -m pytest -q "$@"
