@@ -25,7 +25,9 @@ class ConvStack(nn.Module):
     def __init__(self, layers: int, channels: int) -> None:
         super().__init__()
         self.inp = nn.Conv1d(1, channels, 3, padding=1)
-        self.convs = nn.ModuleList(nn.Conv1d(channels, channels, 3, padding=1) for _ in range(layers - 2))
+        self.convs = nn.ModuleList(
+            nn.Conv1d(channels, channels, 3, padding=1) for _ in range(layers - 2)
+        )
         self.out = nn.Conv1d(channels, 1, 3, padding=1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -103,7 +105,9 @@ def main() -> None:
     print("| model | threads | variant | median call | ratio to plain |")
     print("|---|---|---|---|---|")
     for layers, channels, length in configs:
-        for line in bench_calls(layers, channels, length, rounds if channels < 128 else rounds // 4):
+        for line in bench_calls(
+            layers, channels, length, rounds if channels < 128 else rounds // 4
+        ):
             print(line)
     print()
     print("| model | fx.symbolic_trace + eager call | BendedModule.trace | ratio |")

@@ -28,14 +28,19 @@ class TinyAutoencoder(nn.Module):
     def __init__(self, channels: int = 16, latent: int = 8) -> None:
         super().__init__()
         self.encoder = nn.Sequential(
-            nn.Conv1d(1, channels, 8, stride=4, padding=2), nn.LeakyReLU(0.2),
-            nn.Conv1d(channels, channels, 8, stride=4, padding=2), nn.LeakyReLU(0.2),
+            nn.Conv1d(1, channels, 8, stride=4, padding=2),
+            nn.LeakyReLU(0.2),
+            nn.Conv1d(channels, channels, 8, stride=4, padding=2),
+            nn.LeakyReLU(0.2),
             nn.Conv1d(channels, latent, 8, stride=4, padding=2),
         )
         self.decoder = nn.Sequential(
-            nn.ConvTranspose1d(latent, channels, 8, stride=4, padding=2), nn.LeakyReLU(0.2),
-            nn.ConvTranspose1d(channels, channels, 8, stride=4, padding=2), nn.LeakyReLU(0.2),
-            nn.ConvTranspose1d(channels, 1, 8, stride=4, padding=2), nn.Tanh(),
+            nn.ConvTranspose1d(latent, channels, 8, stride=4, padding=2),
+            nn.LeakyReLU(0.2),
+            nn.ConvTranspose1d(channels, channels, 8, stride=4, padding=2),
+            nn.LeakyReLU(0.2),
+            nn.ConvTranspose1d(channels, 1, 8, stride=4, padding=2),
+            nn.Tanh(),
         )
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:

@@ -86,7 +86,7 @@ def test_trace_returns_graph_and_outputs(greg):
     graph = bended.trace(x=x)
     assert isinstance(graph, torch.fx.Graph)
     assert graph.flow_steps == []
-    graph2, out = bended.trace(x=x, _return_out=True)
+    _, out = bended.trace(x=x, _return_out=True)
     assert torch.equal(out, greg(x))
     _, out = bended.trace(x=x, return_out=True)
     assert torch.equal(out, greg(x))
@@ -142,7 +142,7 @@ def test_inspection(greg, tmp_path):
     bended.trace(x=x)
     assert bended.weight_names == ["conv_module.weight", "conv_module.bias"]
     assert bended.weight_shape("conv_module.weight") == torch.Size([4, 1, 3])
-    with pytest.raises(tb.SelectionError, match="did you mean 'conv_module.weight'"):
+    with pytest.raises(tb.SelectionError, match=r"did you mean 'conv_module\.weight'"):
         bended.weight_shape("conv_module.weigth")
     assert bended.activation_names() == ["x", "conv_module"]
     assert bended.activation_shape("conv_module") == torch.Size([1, 4, 14])
@@ -182,7 +182,9 @@ def test_bend_selects_by_regex_and_returns_keys(greg):
     assert bended.bend(tb.Scale(2.0), "conv_module.w") == ["conv_module.weight"]
     assert bended.bended_keys() == ["forward:conv_module", "conv_module.weight"]
     assert bended.bend(tb.Scale(1.0), "conv") == [
-        "conv_module.weight", "conv_module.bias", "forward:conv_module"
+        "conv_module.weight",
+        "conv_module.bias",
+        "forward:conv_module",
     ]
     assert bended.bend(tb.Scale(1.0), "forward:x$") == ["forward:x"]
 
@@ -190,7 +192,10 @@ def test_bend_selects_by_regex_and_returns_keys(greg):
 def test_bend_errors(greg):
     bended = tb.BendedModule(greg)
     bended.trace(x=torch.randn(1, 1, 16))
-    with pytest.raises(tb.SelectionError, match=r"matched no weight or activation of Greg; did you mean 'conv_module"):
+    with pytest.raises(
+        tb.SelectionError,
+        match=r"matched no weight or activation of Greg; did you mean 'conv_module",
+    ):
         bended.bend(tb.Mask(0.3), "conv_modul$")
     with pytest.raises(tb.SelectionError, match="not a valid regular expression"):
         bended.bend(tb.Mask(0.3), "conv[")
@@ -213,7 +218,7 @@ def test_scoped_patterns_and_fn_restriction():
     bended.trace("encode", x=x)
     bended.trace("decode", z=model.encode(x))
     bended.trace("forward", x=x)
-    assert bended.bend(tb.Scale(1.0), "encode:enc$") == ["forward:enc"][:0] + ["encode:enc"]
+    assert bended.bend(tb.Scale(1.0), "encode:enc$") == ["encode:enc"]
     assert bended.bend(tb.Scale(1.0), "enc$", fn="forward") == ["forward:enc"]
     assert bended.bend(tb.Scale(1.0), "dec$") == ["decode:dec", "forward:dec"]
 
@@ -261,7 +266,9 @@ def test_weight_bending_is_computed_once_and_graphs_are_not_rebuilt(greg):
     assert weights.weight_calls == 1
     assert activations.activation_calls == 5
     assert bended.graph_module() is gm
-    assert torch.allclose(bended(x), 2 * nn.functional.conv1d(x, 2 * greg.conv_module.weight, greg.conv_module.bias))
+    assert torch.allclose(
+        bended(x), 2 * nn.functional.conv1d(x, 2 * greg.conv_module.weight, greg.conv_module.bias)
+    )
 
 
 def test_bendings_apply_to_graphs_traced_later():

@@ -76,14 +76,19 @@ def test_seed_example_now_dispatches_instead_of_failing(doug):
     assert torch.allclose(bended(x1), doug(x1), atol=1e-6)
     steps = bended.graph().flow_steps
     assert [s.kind for s in steps[:2]] == ["logical", "loop"]
-    assert steps[0].value is True and steps[0].file.endswith(f"test_guards.py:{Doug.forward.__code__.co_firstlineno + 1}")
+    assert steps[0].value is True and steps[0].file.endswith(
+        f"test_guards.py:{Doug.forward.__code__.co_firstlineno + 1}"
+    )
 
 
 def test_strict_mode_names_the_decision(doug):
     bended = tb.BendedModule(doug, strict=True)
     bended.trace(x=torch.randn(1, 1, 16))
     bended(torch.randn(1, 1, 64))  # same decisions: accepted
-    with pytest.raises(tb.GuardError, match=r"decision logical 'gt' at .*test_guards.py:\d+ \(forward\) was False when traced, now True"):
+    with pytest.raises(
+        tb.GuardError,
+        match=r"logical 'gt' at .*test_guards.py:\d+ \(forward\) was False when traced, now True",
+    ):
         bended(torch.randn(1, 2, 16))
 
 

@@ -33,8 +33,15 @@ class Masker(nn.Module):
 def make_input() -> TensorDict:
     torch.manual_seed(0)
     return TensorDict(
-        {"input": TensorDict({"x": torch.rand(32, 100),
-                              "mask": torch.randint(0, 2, (32, 10), dtype=torch.uint8)}, [32])},
+        {
+            "input": TensorDict(
+                {
+                    "x": torch.rand(32, 100),
+                    "mask": torch.randint(0, 2, (32, 10), dtype=torch.uint8),
+                },
+                [32],
+            )
+        },
         [32],
     )
 
@@ -42,8 +49,11 @@ def make_input() -> TensorDict:
 def test_sequential_traces_and_matches():
     torch.manual_seed(0)
     net = Mod(Net(), in_keys=[("input", "x")], out_keys=[("intermediate", "x")])
-    masker = Mod(Masker(), in_keys=[("intermediate", "x"), ("input", "mask")],
-                 out_keys=[("output", "probabilities")])
+    masker = Mod(
+        Masker(),
+        in_keys=[("intermediate", "x"), ("input", "mask")],
+        out_keys=[("output", "probabilities")],
+    )
     module = Seq(net, masker)
     bended = tb.BendedModule(module)
     bended.trace(tensordict=make_input())
@@ -53,7 +63,8 @@ def test_sequential_traces_and_matches():
     assert torch.equal(out["intermediate", "x"], ref["intermediate", "x"])
     assert "module_0_module_fc1" in bended.activation_names()
     assert bended.bend(tb.Scale(0.0), r"module\.0\.module\.fc2\.") == [
-        "module.0.module.fc2.weight", "module.0.module.fc2.bias"
+        "module.0.module.fc2.weight",
+        "module.0.module.fc2.bias",
     ]
     out = bended(make_input())
     assert torch.equal(out["intermediate", "x"], torch.zeros(32, 10))

@@ -110,7 +110,8 @@ class _Entry:
         self.readers = tuple(fact_reader(f) for f in result.facts)
         self.keys: set[tuple[Any, ...]] = set()
         self.input_names = tuple(
-            str(n.target) for n in result.graph.nodes
+            str(n.target)
+            for n in result.graph.nodes
             if n.op == "placeholder" and not str(n.target).startswith("*")
         )
         assert set(self.input_names) <= set(names)
@@ -130,8 +131,10 @@ class _Entry:
 
     def nodes(self, tensors_only: bool) -> list[torch.fx.Node]:
         return [
-            n for n in self.graph.nodes
-            if n.op != "output" and not n.meta.get("tb_guard")
+            n
+            for n in self.graph.nodes
+            if n.op != "output"
+            and not n.meta.get("tb_guard")
             and (n.meta.get("tb_tensor") if tensors_only else n.meta.get("tb_shape") is not None)
         ]
 
@@ -502,7 +505,7 @@ class BendedModule(nn.Module):
         )
 
     def _update_weights(self, names: Iterable[str]) -> None:
-        bent = dict(self._weights.bent)
+        bent: dict[str, torch.Tensor] = dict(self._weights.bent)
         with torch.no_grad():
             for name in names:
                 weight: torch.Tensor = self._weights.original(name).detach()
@@ -538,7 +541,7 @@ class BendedModule(nn.Module):
 
     def bended_state_dict(self) -> dict[str, torch.Tensor]:
         """The wrapped module's state dict with bent weights in place of the originals."""
-        state = {k: v for k, v in self.module.state_dict().items()}
+        state: dict[str, torch.Tensor] = dict(self.module.state_dict())
         for name, t in self._weights.bent.items():
             state[name] = t.detach()
         return state
@@ -576,9 +579,18 @@ class BendedModule(nn.Module):
             w = self._weights.current(name).detach()
             f = w.float()
             std = f.std().item() if w.numel() > 1 else 0.0
-            rows.append([name, list(w.shape), str(w.dtype).removeprefix("torch."),
-                         f.min().item(), f.max().item(), f.mean().item(), std,
-                         "yes" if name in bent else ""])
+            rows.append(
+                [
+                    name,
+                    list(w.shape),
+                    str(w.dtype).removeprefix("torch."),
+                    f.min().item(),
+                    f.max().item(),
+                    f.mean().item(),
+                    std,
+                    "yes" if name in bent else "",
+                ]
+            )
         table = Table(rows, ["name", "shape", "dtype", "min", "max", "mean", "std", "bent"])
         return show(table, out)
 
@@ -603,8 +615,13 @@ class BendedModule(nn.Module):
         ops = {op} if isinstance(op, str) else set(op or ())
         nodes = {n.name: n for n in entry.nodes(tensors_only=False)}
         return [
-            ActivationInfo(n.name, n.op, n._pretty_print_target(n.target),
-                           n.meta["tb_shape"], n.meta["tb_dtype"])
+            ActivationInfo(
+                n.name,
+                n.op,
+                n._pretty_print_target(n.target),
+                n.meta["tb_shape"],
+                n.meta["tb_dtype"],
+            )
             for name in filter_names(nodes, flt, exclude)
             for n in [nodes[name]]
             if not ops or n.op in ops
@@ -634,8 +651,10 @@ class BendedModule(nn.Module):
         out: str | Path | None = None,
     ) -> Table:
         """Table of the activations of ``fn``: name, op, shape, dtype."""
-        rows = [[a.name, a.op, _fmt(a.shape), _fmt(a.dtype)]
-                for a in self.activations(fn, op, flt, exclude)]
+        rows = [
+            [a.name, a.op, _fmt(a.shape), _fmt(a.dtype)]
+            for a in self.activations(fn, op, flt, exclude)
+        ]
         return show(Table(rows, ["name", "op", "shape", "dtype"]), out)
 
     def graph(self, fn: str = "forward") -> torch.fx.Graph:

@@ -12,7 +12,7 @@ from torch import nn
 
 from .callbacks.base import BendingCallback
 
-__all__ = ["ActivationSlot", "SLOTS", "build_graph_module", "install_view"]
+__all__ = ["SLOTS", "ActivationSlot", "build_graph_module", "install_view"]
 
 SLOTS = "_tb_slots"
 """Name of the submodule of bended GraphModules that holds activation slots."""

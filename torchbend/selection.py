@@ -31,7 +31,9 @@ def _compile(pattern: str) -> re.Pattern[str]:
     try:
         return re.compile(pattern)
     except re.error as e:
-        raise SelectionError(f"pattern {pattern!r} is not a valid regular expression: {e}") from None
+        raise SelectionError(
+            f"pattern {pattern!r} is not a valid regular expression: {e}"
+        ) from None
 
 
 def select(
@@ -61,7 +63,9 @@ def select(
     chosen_a: dict[str, set[str]] = {}
     for pattern in patterns:
         if not isinstance(pattern, str):
-            raise SelectionError(f"patterns must be strings, got {type(pattern).__name__}: {pattern!r}")
+            raise SelectionError(
+                f"patterns must be strings, got {type(pattern).__name__}: {pattern!r}"
+            )
         scoped = _SCOPED.match(pattern)
         if scoped and scoped.group(1) in activations:
             scope, regex = {scoped.group(1)}, _compile(scoped.group(2))
@@ -86,8 +90,11 @@ def select(
             raise SelectionError(
                 f"pattern {pattern!r} matched no weight or activation of {owner}"
                 + (f"; did you mean {' or '.join(repr(h) for h in hint)}?" if hint else "")
-                + (f" (searched activations of {sorted(scope)})" if scope else
-                   " (no method is traced, so only weights were searched)")
+                + (
+                    f" (searched activations of {sorted(scope)})"
+                    if scope
+                    else " (no method is traced, so only weights were searched)"
+                )
             )
     return Selection(
         weights=[w for w in weights if w in chosen_w],

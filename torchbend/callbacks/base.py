@@ -115,6 +115,8 @@ class Chain(BendingCallback):
         tensor([3., 3.])
     """
 
+    callbacks: nn.ModuleList
+
     def __init__(self, *callbacks: BendingCallback) -> None:
         super().__init__()
         flat: list[BendingCallback] = []
@@ -123,14 +125,18 @@ class Chain(BendingCallback):
                 raise BendingError(
                     f"can only chain bending callbacks, got {type(cb).__name__}: {cb!r}"
                 )
-            flat.extend(cb.callbacks if isinstance(cb, Chain) else [cb])
+            flat.extend(cb.chained() if isinstance(cb, Chain) else [cb])
         self.callbacks = nn.ModuleList(flat)
         self.scriptable = all(cb.scriptable for cb in flat)  # type: ignore[misc]
+
+    def chained(self) -> list[BendingCallback]:
+        """The callbacks of this chain, in order."""
+        return [cb for cb in self.callbacks if isinstance(cb, BendingCallback)]
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
-        for cb in self.callbacks:
+        for cb in self.chained():
             cb.register_target(name, shape, dtype, device)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
@@ -139,7 +145,7 @@ class Chain(BendingCallback):
         return x
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
-        for cb in self.callbacks:
+        for cb in self.chained():
             weight = cb.bend_weight(weight, name)
         return weight
 

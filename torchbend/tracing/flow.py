@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from torch.fx.node import has_side_effect
@@ -31,7 +32,9 @@ class FlowStep:
     the graph), ``"constant"`` when it depends on nothing that can change between calls."""
 
     def __repr__(self) -> str:
-        kind = {"logical": "LogicalFlowStep", "loop": "LoopFlowStep"}.get(self.kind, "ValueFlowStep")
+        kind = {"logical": "LogicalFlowStep", "loop": "LoopFlowStep"}.get(
+            self.kind, "ValueFlowStep"
+        )
         return f"{kind}(name={self.name}, value={self.value!r}, file={self.file}:{self.function})"
 
 
@@ -45,7 +48,7 @@ class DecisionChanged(Exception):
         self.got = got
 
 
-_READERS = {"bool": bool, "len": len, "int": int, "float": float}
+_READERS: dict[str, Callable[[Any], Any]] = {"bool": bool, "len": len, "int": int, "float": float}
 
 
 @has_side_effect

@@ -19,8 +19,10 @@ def is_tensordict_module(module: nn.Module) -> bool:
 
 def _steps(module: Any) -> list[Any]:
     """The ``TensorDictModule`` leaves of a (possibly nested) ``TensorDictSequential``."""
-    if type(module).__name__ == "TensorDictSequential" or hasattr(module, "module") and isinstance(
-        getattr(module, "module", None), nn.ModuleList
+    if (
+        type(module).__name__ == "TensorDictSequential"
+        or (hasattr(module, "module")
+        and isinstance(getattr(module, "module", None), nn.ModuleList))
     ):
         return [step for child in module.module for step in _steps(child)]
     return [module]
@@ -45,9 +47,7 @@ class TensorDictProgram(nn.Module):
     def forward(self, tensordict: Any) -> Any:
         written: dict[Any, Any] = {}
         for step in self.steps:
-            inputs = [
-                written[k] if k in written else tensordict.get(k) for k in step.in_keys
-            ]
+            inputs = [written[k] if k in written else tensordict.get(k) for k in step.in_keys]
             outputs = step.module(*inputs)
             if not isinstance(outputs, tuple):
                 outputs = (outputs,)
