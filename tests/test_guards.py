@@ -157,3 +157,13 @@ def test_none_and_bool_arguments_stay_concrete():
     assert torch.equal(bended(x), x)
     assert torch.equal(bended(x, mask=torch.zeros(3)), torch.zeros(3))
     assert torch.equal(bended(x, flip=True), -x)
+
+
+def test_a_bending_that_flips_a_decision_gets_the_branch_it_leads_to():
+    bended = tb.BendedModule(Sign())
+    pos = torch.ones(3)
+    bended.trace(x=pos)
+    bended.bend(tb.Scale(-1.0), "x$")
+    assert torch.equal(bended(pos), pos)  # -x is negative, so the model returns -(-x)
+    bended.reset()
+    assert torch.equal(bended(pos), pos * 2)

@@ -17,7 +17,7 @@ from torch import nn
 from .callbacks.base import BendingCallback
 from .errors import BendingError, GuardError, SelectionError, TracingError, closest
 from .rewriting import ActivationSlot, build_graph_module, install_view
-from .selection import filter_names, select
+from .selection import filter_names, matches, select
 from .tables import Table, show
 from .tracing import BendingTracer, DecisionChanged, FlowStep, TraceResult, fact_reader
 from .tracing.facts import describe_fact
@@ -180,9 +180,9 @@ class BendedModule(nn.Module):
     Example:
         >>> import torch, torchbend as tb
         >>> bended = tb.BendedModule(torch.nn.Sequential(torch.nn.Conv1d(1, 4, 3)))
-        >>> bended.trace(x=torch.randn(1, 1, 16)).__class__.__name__
+        >>> bended.trace(input=torch.randn(1, 1, 16)).__class__.__name__
         'Graph'
-        >>> bended.bend(tb.Scale(0.), "0$")
+        >>> bended.bend(tb.Scale(0.), "_0$")
         ['forward:_0']
         >>> bool((bended(torch.randn(1, 1, 16)) == 0).all())
         True
@@ -267,6 +267,7 @@ class BendedModule(nn.Module):
 
     def _trace_entry(self, method: _Method, inputs: dict[str, Any]) -> tuple[_Entry, TraceResult]:
         tracer = BendingTracer(self.leaves)
+        tracer.on_value = functools.partial(self._bend_traced_value, method.name)
         root = self._weights.view
         if method.name == "forward" and is_tensordict_module(root):
             root = TensorDictProgram(root)
@@ -367,10 +368,10 @@ class BendedModule(nn.Module):
         except DecisionChanged as e:
             step = entry.result.flow_steps[e.step]
             raise TracingError(
-                f"{type(self.module).__name__}.{method.name}: with its activations bent, decision "
-                f"{step.kind} '{step.name}' at {step.file} is {e.got!r}, while the model takes "
-                f"{e.expected!r} on these inputs; graphs keep the decisions of the unbent "
-                "activations. Bend an activation after that decision, or change the input."
+                f"{type(self.module).__name__}.{method.name}: decision {step.kind} '{step.name}' "
+                f"at {step.file} was {e.expected!r} while tracing these inputs and {e.got!r} when "
+                "running them: it depends on values drawn anew at each call (a random "
+                "constructor, or a Noise bending on an activation before it)."
             ) from None
 
     # -- bending ---------------------------------------------------------------------------------
@@ -463,30 +464,36 @@ class BendedModule(nn.Module):
         for bending in self._bendings:
             self._attach_bending(bending, method, entry)
 
+    def _applies(self, bending: Bending, method: str, node: str) -> bool:
+        fns = None if bending.fn is None else {bending.fn} if isinstance(bending.fn, str) else set(bending.fn)
+        return matches(bending.patterns, method, node, fns)
+
+    def _register(self, bending: Bending, method: str, node: str, value: Any) -> None:
+        key = f"{method}:{node}"
+        if key not in bending.registered:
+            shape, dtype, device = value
+            bending.callback.register_target(key, shape, dtype, device)
+            bending.registered.add(key)
+        matched = bending.activations.setdefault(method, [])
+        if node not in matched:
+            matched.append(node)
+
     def _attach_bending(self, bending: Bending, method: _Method, entry: _Entry) -> None:
-        """Match ``bending``'s patterns on a graph traced after it, and register its targets."""
-        if bending.fn is not None and method.name not in (
-            (bending.fn,) if isinstance(bending.fn, str) else bending.fn
-        ):
-            return
-        names = [n.name for n in entry.nodes(tensors_only=True)]
-        try:
-            found = select(bending.patterns, [], {method.name: names}).activations
-        except SelectionError:
-            found = {}
-        matched = bending.activations.setdefault(method.name, [])
-        for name in found.get(method.name, []):
-            if name not in matched:
-                matched.append(name)
-        if not matched:
-            del bending.activations[method.name]
+        """Match ``bending``'s patterns on a graph traced before or after it."""
         for node in entry.nodes(tensors_only=True):
-            key = f"{method.name}:{node.name}"
-            if node.name in matched and key not in bending.registered:
-                bending.callback.register_target(
-                    key, node.meta["tb_shape"], node.meta["tb_dtype"], node.meta["tb_device"]
-                )
-                bending.registered.add(key)
+            if self._applies(bending, method.name, node.name):
+                meta = (node.meta["tb_shape"], node.meta["tb_dtype"], node.meta["tb_device"])
+                self._register(bending, method.name, node.name, meta)
+
+    def _bend_traced_value(self, method: str, node: torch.fx.Node, value: Any) -> Any:
+        """Bend concrete values while tracing, so decisions are taken on bent activations."""
+        if not isinstance(value, torch.Tensor):
+            return value
+        for bending in self._bendings:
+            if self._applies(bending, method, node.name):
+                self._register(bending, method, node.name, (value.shape, value.dtype, value.device))
+                value = bending.callback(value, f"{method}:{node.name}")
+        return value
 
     def _build(self, method: _Method, entry: _Entry) -> None:
         slots: dict[str, list[BendingCallback]] = {}

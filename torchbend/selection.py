@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from .errors import SelectionError, closest
 
-__all__ = ["Selection", "filter_names", "select"]
+__all__ = ["Selection", "filter_names", "matches", "select"]
 
 _SCOPED = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):(.*)$")
 
@@ -34,6 +34,28 @@ def _compile(pattern: str) -> re.Pattern[str]:
         raise SelectionError(
             f"pattern {pattern!r} is not a valid regular expression: {e}"
         ) from None
+
+
+def _parse(
+    pattern: str, methods: Iterable[str], fns: set[str] | None
+) -> tuple[set[str], re.Pattern[str], bool]:
+    """Return (methods whose activations it may match, regex, whether it matches weights)."""
+    if not isinstance(pattern, str):
+        raise SelectionError(f"patterns must be strings, got {type(pattern).__name__}: {pattern!r}")
+    methods = set(methods)
+    scoped = _SCOPED.match(pattern)
+    if scoped and scoped.group(1) in methods:
+        return {scoped.group(1)}, _compile(scoped.group(2)), False
+    return (fns if fns is not None else methods), _compile(pattern), True
+
+
+def matches(patterns: Sequence[str], method: str, node: str, fns: set[str] | None = None) -> bool:
+    """Whether activation ``node`` of ``method`` is selected by any of ``patterns``."""
+    for pattern in patterns:
+        scope, regex, _ = _parse(pattern, {method}, fns)
+        if method in scope and regex.match(node):
+            return True
+    return False
 
 
 def select(

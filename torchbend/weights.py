@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 
 import torch
@@ -19,7 +18,9 @@ def module_view(module: nn.Module, replaced: Mapping[str, torch.Tensor]) -> nn.M
     """
     if not replaced:
         return module
-    view = copy.copy(module)
+    # Not copy.copy: parametrized modules refuse to be pickled, and copying goes that way.
+    view = object.__new__(type(module))
+    view.__dict__.update(module.__dict__)
     view._parameters = dict(module._parameters)  # type: ignore[assignment]
     view._modules = dict(module._modules)  # type: ignore[assignment]
     children: dict[str, dict[str, torch.Tensor]] = {}

@@ -1,0 +1,57 @@
+"""Weight views: bent parameters without touching the wrapped module."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from torchbend.weights import WeightBank, module_view
+
+
+def model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(3, 3), nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2)))
+
+
+def test_view_copies_only_the_path_to_replaced_parameters():
+    m = model()
+    zero = torch.zeros(2, 3)
+    view = module_view(m, {"1.0.weight": zero})
+    assert view is not m and view[1] is not m[1] and view[1][0] is not m[1][0]
+    assert view[0] is m[0] and view[1][1] is m[1][1]
+    assert view[1][0].weight is zero
+    assert m[1][0].weight is not zero
+    assert view[1][0].bias is m[1][0].bias
+    assert module_view(m, {}) is m
+
+
+def test_view_shares_buffers_so_running_stats_update_like_eager():
+    m = model().train()
+    bank = WeightBank(m)
+    bank.set({"0.weight": torch.ones(3, 3)})
+    bank.view(torch.randn(4, 3))
+    assert m[1][1].num_batches_tracked.item() == 1
+
+
+def test_bank_refresh_follows_train_eval():
+    m = model()
+    bank = WeightBank(m)
+    bank.set({"0.weight": torch.ones(3, 3)})
+    m.eval()
+    bank.refresh()
+    assert not bank.view.training and not bank.view[0].training
+    assert isinstance(bank.bent["0.weight"], nn.Parameter)
+    assert not bank.bent["0.weight"].requires_grad
+
+
+def test_parametrized_layers_can_be_bent():
+    conv = nn.utils.parametrizations.weight_norm(nn.Conv1d(1, 2, 3))
+    m = nn.Sequential(conv)
+    bank = WeightBank(m)
+    names = bank.names()
+    assert "0.parametrizations.weight.original0" in names
+    x = torch.randn(1, 1, 8)
+    g = m[0].parametrizations.weight.original0
+    bank.set({"0.parametrizations.weight.original0": torch.zeros_like(g)})
+    assert torch.equal(bank.view(x), m[0].bias[None, :, None].expand(1, 2, 6).detach())
+    assert not torch.equal(m(x), bank.view(x))
