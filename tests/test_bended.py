@@ -348,3 +348,31 @@ def test_torch_compile_gives_the_same_outputs(greg):
     bended.bend(tb.Bias(1.0), "conv_module$")
     compiled = torch.compile(bended, backend="eager")
     assert torch.allclose(compiled(x), bended(x))
+
+
+def test_leaf_set_is_configurable():
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return torch.relu(self.lin(x))
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.block = Block()
+
+        def forward(self, x):
+            return self.block(x) * 2
+
+    x = torch.randn(2, 3)
+    traced_through = tb.BendedModule(Net())
+    traced_through.trace(x=x)
+    assert "block_lin" in traced_through.activation_names()
+    for leaves in ((Block,), ("block",)):
+        leaf = tb.BendedModule(traced_through.module, leaves=leaves)
+        leaf.trace(x=x)
+        assert [a.name for a in leaf.activations(op="call_module")] == ["block"]
+        assert torch.equal(leaf(x), traced_through.module(x))

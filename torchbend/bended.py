@@ -75,6 +75,8 @@ class _Signature:
         self.known = frozenset(self.names)
 
     def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if not kwargs and len(args) == len(self.names) == len(self.positional):
+            return dict(zip(self.names, args))
         if len(args) > len(self.positional):
             raise TracingError(
                 f"{self.text} takes {len(self.positional)} positional argument(s), got {len(args)}"
@@ -342,7 +344,8 @@ class BendedModule(nn.Module):
             if entry.training is training and entry.key(inputs) in entry.keys:
                 assert entry.gm is not None
                 try:
-                    return entry.gm(*[inputs[n] for n in entry.input_names])
+                    # forward, not __call__: GraphModules carry no hooks, and this is the hot path.
+                    return entry.gm.forward(*[inputs[n] for n in entry.input_names])
                 except DecisionChanged as e:
                     changed = (entry, e)
         return self._call_new_graph(method, inputs, changed)

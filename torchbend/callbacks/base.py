@@ -35,6 +35,8 @@ class BendingCallback(nn.Module):
     scriptable: ClassVar[bool] = True
     """Whether ``torch.jit.script`` can compile this callback (checked before exporting)."""
 
+    __jit_ignored_attributes__: ClassVar[list[str]] = ["scriptable"]
+
     def __init__(self) -> None:
         super().__init__()
         self._state_names: dict[str, str] = {}
@@ -77,6 +79,20 @@ class BendingCallback(nn.Module):
 
     def state(self, name: str) -> torch.Tensor:
         """The state kept for target ``name``."""
+        if torch.jit.is_scripting():
+            # TorchScript cannot getattr by a name known only at run time; it can loop over the
+            # buffers (the loop is unrolled when compiling) and compare their names. The eager
+            # lookup lives in another method because TorchScript rejects its f-string (``!r``)
+            # when parsing, even in a branch it would not compile.
+            if name in self._state_names:
+                key = self._state_names[name]
+                for buffer_name, buffer in self.named_buffers():
+                    if buffer_name == key:
+                        return buffer
+            raise BendingError(f"no state for target '{name}'")
+        return self._eager_state(name)
+
+    def _eager_state(self, name: str) -> torch.Tensor:
         buffer = self._state_names.get(name)
         if buffer is None:
             raise BendingError(
@@ -88,11 +104,18 @@ class BendingCallback(nn.Module):
 
     def check_broadcast(self, state: torch.Tensor, x: torch.Tensor, name: str) -> None:
         """Raise a :class:`BendingError` if ``state`` cannot broadcast onto ``x``."""
-        if state.dim() > x.dim() or any(
-            s != 1 and s != t for s, t in zip(reversed(state.shape), reversed(x.shape))
-        ):
+        fits = state.dim() <= x.dim()
+        if fits:
+            for i in range(1, state.dim() + 1):
+                if state.shape[-i] != 1 and state.shape[-i] != x.shape[-i]:
+                    fits = False
+        if not fits:
+            if torch.jit.is_scripting():
+                owner = "a bending callback"
+            else:
+                owner = repr(self)
             raise BendingError(
-                f"{self!r} holds state of shape {list(state.shape)} for '{name}', which was "
+                f"{owner} holds state of shape {list(state.shape)} for '{name}', which was "
                 f"traced with that shape, but was called on a tensor of shape {list(x.shape)}. "
                 f"Give the callback dim= (for instance dim=-2 to act on channels only) so that "
                 f"its state broadcasts over any shape."
@@ -115,8 +138,6 @@ class Chain(BendingCallback):
         tensor([3., 3.])
     """
 
-    callbacks: nn.ModuleList
-
     def __init__(self, *callbacks: BendingCallback) -> None:
         super().__init__()
         flat: list[BendingCallback] = []
@@ -126,7 +147,7 @@ class Chain(BendingCallback):
                     f"can only chain bending callbacks, got {type(cb).__name__}: {cb!r}"
                 )
             flat.extend(cb.chained() if isinstance(cb, Chain) else [cb])
-        self.callbacks = nn.ModuleList(flat)
+        self.callbacks: nn.ModuleList = nn.ModuleList(flat)
         self.scriptable = all(cb.scriptable for cb in flat)  # type: ignore[misc]
 
     def chained(self) -> list[BendingCallback]:

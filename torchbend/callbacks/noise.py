@@ -1,0 +1,137 @@
+"""Noise: add or multiply Gaussian noise, drawn afresh at every call of an activation."""
+
+import math
+from collections.abc import Sequence
+
+import torch
+
+from ..errors import BendingError
+from .args import as_dims, check_seed, kept_shape, target_generator
+from .base import BendingCallback
+
+__all__ = ["Noise", "Normal"]
+
+OPS = ("add", "mul")
+
+
+class Noise(BendingCallback):
+    """Add Gaussian noise to the target, or multiply it by noise around 1.
+
+    With ``n`` standard normal noise, ``op="add"`` gives ``x + std * n`` and ``op="mul"`` gives
+    ``x * (1 + std * n)``. Activations get new noise at every call; weights get theirs once,
+    when they are bent.
+
+    Args:
+        std: standard deviation of the noise, ``>= 0``: in the target's own units for
+            ``"add"``, relative to the target (``0.1`` is about 10 %) for ``"mul"``. ``0`` is
+            the identity.
+        op: ``"add"`` or ``"mul"``.
+        dim: axis, or tuple of axes, that the noise varies along (negative axes count from the
+            end); it is constant along the other axes, e.g. ``dim=-2`` draws one value per
+            channel of a ``[batch, channels, time]`` activation. ``None``: one value per
+            element.
+        seed: an int makes the noise reproducible: a sequence of calls on activations gives
+            the same sequence of noises, and each weight gets its own noise, drawn from the
+            seed and the weight's name. ``None`` draws from torch's global generator.
+
+    Shape:
+        - Input: any (with at least as many axes as ``dim`` needs).
+        - Output: same as input.
+
+    Notes:
+        With a seed, noise is drawn on the CPU (so that a seed gives the same noise on any
+        device) and then moved to the target's device.
+
+    Example:
+        >>> import torch
+        >>> from torchbend.callbacks import Noise
+        >>> noise = Noise(std=0.1, seed=0)
+        >>> noise(torch.zeros(3), "x")
+        tensor([ 0.1541, -0.0293, -0.2179])
+        >>> Noise(std=0.5, op="mul", dim=0, seed=0)(torch.ones(2, 3), "x")
+        tensor([[1.7705, 1.7705, 1.7705],
+                [0.8533, 0.8533, 0.8533]])
+    """
+
+    # TorchScript must know the type of ``dims`` when it is an empty list (``dim=()``: one
+    # value for the whole target), and it only reads that type from a class annotation that
+    # is a real type, not a string: this is why this module, unlike the others, does not
+    # import ``annotations`` from ``__future__``.
+    dims: list[int] | None
+    """The axes the noise varies along (``None``: every axis)."""
+
+    def __init__(
+        self,
+        std: float = 0.1,
+        op: str = "add",
+        dim: int | Sequence[int] | None = None,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__()
+        std = float(std)
+        if not 0.0 <= std < math.inf:
+            raise BendingError(
+                f"Noise: std is a standard deviation and must be a finite number >= 0, got {std}"
+            )
+        if op not in OPS:
+            raise BendingError(f"Noise: op must be one of {', '.join(map(repr, OPS))}, got {op!r}")
+        self._std = std
+        self.op = op
+        self.dim = dim
+        self.dims = as_dims("Noise", dim)
+        self.seed = check_seed("Noise", seed)
+        self.generator = None if seed is None else torch.Generator().manual_seed(seed)
+
+    @property
+    def std(self) -> float:
+        """Standard deviation of the noise."""
+        return self._std
+
+    def register_target(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        if self.dims is not None:
+            try:
+                kept_shape(list(shape), self.dims)
+            except BendingError as e:
+                raise BendingError(f"{self!r} cannot bend '{name}': {e}") from None
+
+    def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        return self._add_noise(x, self.generator)
+
+    def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        return self._add_noise(weight, target_generator(self.seed, name))
+
+    def _add_noise(self, x: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        std = self.std
+        # Short-circuit rather than add 0. * n: -0.0 + 0.0 is +0.0, and the identity must be exact.
+        if std == 0.0:
+            return x
+        shape = list(x.shape)
+        dims = self.dims
+        if dims is not None:
+            shape = kept_shape(shape, dims)
+        dtype = x.dtype if x.is_floating_point() else torch.float32
+        if generator is None:
+            n = torch.randn(shape, dtype=dtype, device=x.device)
+        else:
+            n = torch.randn(shape, generator=generator).to(dtype=dtype, device=x.device)
+        if self.op == "mul":
+            return x * (1.0 + std * n)
+        return x + std * n
+
+    def extra_repr(self) -> str:
+        args = []
+        if self.std != 0.1:
+            args.append(f"std={self.std}")
+        if self.op != "add":
+            args.append(f"op={self.op!r}")
+        if self.dim is not None:
+            args.append(f"dim={self.dim!r}")
+        if self.seed is not None:
+            args.append(f"seed={self.seed}")
+        return ", ".join(args)
+
+
+Normal = Noise
+"""Alias of :class:`Noise`."""
