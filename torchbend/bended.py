@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import inspect
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -15,11 +14,14 @@ import torch.fx
 from torch import nn
 
 from .callbacks.base import BendingCallback
+from .config import BendingConfig, ConfigItem
+from .controls import BendingParameter
+from .dispatch import Entry, Method, Signature, clone_inputs
 from .errors import BendingError, GuardError, SelectionError, TracingError, closest
 from .rewriting import ActivationSlot, build_graph_module, install_view
-from .selection import filter_names, matches, select
+from .selection import Selection, filter_names, matches, select
 from .tables import Table, show
-from .tracing import BendingTracer, DecisionChanged, FlowStep, TraceResult, fact_reader
+from .tracing import BendingTracer, DecisionChanged, FlowStep, TraceResult
 from .tracing.facts import describe_fact
 from .tracing.tensordict import TensorDictProgram, is_tensordict_module
 from .weights import WeightBank
@@ -53,114 +55,6 @@ class Bending:
     weights: list[str]
     activations: dict[str, list[str]]
     registered: set[str] = field(default_factory=set)
-
-
-class _Signature:
-    """Binds call arguments of a method to its parameter names, quickly."""
-
-    def __init__(self, owner: str, method: str, fn: Callable[..., Any]) -> None:
-        sig = inspect.signature(fn)
-        self.text = f"{owner}.{method}{sig}"
-        params = list(sig.parameters.values())
-        if any(p.kind is p.VAR_POSITIONAL for p in params):
-            raise TracingError(
-                f"{self.text} takes *args, which cannot be traced by name; wrap it in a method "
-                "with named arguments."
-            )
-        self.positional = [
-            p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-        self.names = [p.name for p in params if p.kind is not p.VAR_KEYWORD]
-        self.defaults = {p.name: p.default for p in params if p.default is not p.empty}
-        self.known = frozenset(self.names)
-
-    def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
-        if not kwargs and len(args) == len(self.names) == len(self.positional):
-            return dict(zip(self.names, args))
-        if len(args) > len(self.positional):
-            raise TracingError(
-                f"{self.text} takes {len(self.positional)} positional argument(s), got {len(args)}"
-            )
-        inputs = dict(zip(self.positional, args))
-        for k, v in kwargs.items():
-            if k not in self.known:
-                hint = closest(k, self.names)
-                raise TracingError(
-                    f"{self.text} has no argument {k!r}"
-                    + (f"; did you mean {hint[0]!r}?" if hint else "")
-                )
-            if k in inputs:
-                raise TracingError(f"{self.text} got argument {k!r} twice")
-            inputs[k] = v
-        if len(inputs) < len(self.names):
-            for name in self.names:
-                if name not in inputs:
-                    if name not in self.defaults:
-                        raise TracingError(f"{self.text} is missing argument {name!r}")
-                    inputs[name] = self.defaults[name]
-        return inputs
-
-
-class _Entry:
-    """One traced graph of one method, and the inputs it is valid for."""
-
-    def __init__(self, result: TraceResult, training: bool, names: Sequence[str]) -> None:
-        self.result = result
-        self.graph = result.graph
-        self.training = training
-        self.facts = result.facts
-        self.readers = tuple(fact_reader(f) for f in result.facts)
-        self.keys: set[tuple[Any, ...]] = set()
-        self.input_names = tuple(
-            str(n.target)
-            for n in result.graph.nodes
-            if n.op == "placeholder" and not str(n.target).startswith("*")
-        )
-        assert set(self.input_names) <= set(names)
-        self.gm: torch.fx.GraphModule | None = None
-
-    def key(self, inputs: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(read(inputs) for read in self.readers)
-
-    def same_decisions(self, result: TraceResult, training: bool) -> bool:
-        return (
-            training is self.training
-            and result.facts == self.facts
-            and [(s.kind, s.name, s.value) for s in result.flow_steps]
-            == [(s.kind, s.name, s.value) for s in self.result.flow_steps]
-            and result.graph.python_code("self").src == self.graph.python_code("self").src
-        )
-
-    def nodes(self, tensors_only: bool) -> list[torch.fx.Node]:
-        return [
-            n
-            for n in self.graph.nodes
-            if n.op != "output"
-            and not n.meta.get("tb_guard")
-            and (n.meta.get("tb_tensor") if tensors_only else n.meta.get("tb_shape") is not None)
-        ]
-
-
-class _Method:
-    """The traced graphs of one method."""
-
-    def __init__(self, name: str, signature: _Signature) -> None:
-        self.name = name
-        self.signature = signature
-        self.entries: list[_Entry] = []
-        self.current: _Entry | None = None
-
-
-def _clone_inputs(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-        return type(value)(_clone_inputs(v) for v in value)
-    if type(value) is dict:
-        return {k: _clone_inputs(v) for k, v in value.items()}
-    if hasattr(value, "batch_size") and hasattr(value, "clone"):  # TensorDict
-        return value.clone()
-    return value
 
 
 class BendedModule(nn.Module):
@@ -216,8 +110,11 @@ class BendedModule(nn.Module):
         self.strict = strict
         self.max_graphs = max_graphs
         self._weights = WeightBank(module)
-        self._methods: dict[str, _Method] = {}
+        self._methods: dict[str, Method] = {}
         self._bendings: list[Bending] = []
+        self._version = WeightBank.ORIGINAL
+        self._ramping: dict[str, BendingParameter] = {}
+        self._fades: dict[str, tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]] = {}
 
     # -- tracing ---------------------------------------------------------------------------------
 
@@ -250,7 +147,7 @@ class BendedModule(nn.Module):
         """Names of the methods traced so far."""
         return list(self._methods)
 
-    def _method(self, fn: str) -> _Method:
+    def _method(self, fn: str) -> Method:
         method = self._methods.get(fn)
         if method is None:
             impl = getattr(self.module, fn, None)
@@ -263,23 +160,23 @@ class BendedModule(nn.Module):
                 )
             if fn == "forward" and is_tensordict_module(self.module):
                 impl = TensorDictProgram.forward.__get__(self.module)
-            method = _Method(fn, _Signature(type(self.module).__name__, fn, impl))
+            method = Method(fn, Signature(type(self.module).__name__, fn, impl))
             self._methods[fn] = method
         return method
 
-    def _trace_entry(self, method: _Method, inputs: dict[str, Any]) -> tuple[_Entry, TraceResult]:
+    def _trace_entry(self, method: Method, inputs: dict[str, Any]) -> tuple[Entry, TraceResult]:
         tracer = BendingTracer(self.leaves)
         tracer.on_value = functools.partial(self._bend_traced_value, method.name)
         root = self._weights.view
         if method.name == "forward" and is_tensordict_module(root):
             root = TensorDictProgram(root)
-        result = tracer.trace_method(root, method.name, _clone_inputs(inputs))
+        result = tracer.trace_method(root, method.name, clone_inputs(inputs))
         training = self.module.training
         for entry in method.entries:
             if entry.same_decisions(result, training):
                 entry.keys.add(entry.key(inputs))
                 return entry, result
-        entry = _Entry(result, training, method.signature.names)
+        entry = Entry(result, training, method.signature.names)
         entry.keys.add(entry.key(inputs))
         if method.entries and self.strict:
             raise GuardError(self._describe_change(method, result))
@@ -297,7 +194,7 @@ class BendedModule(nn.Module):
             method.current = entry
         return entry, result
 
-    def _describe_change(self, method: _Method, result: TraceResult) -> str:
+    def _describe_change(self, method: Method, result: TraceResult) -> str:
         old = method.current or method.entries[0]
         label = f"{type(self.module).__name__}.{method.name}"
         for i, new_step in enumerate(result.flow_steps):
@@ -339,22 +236,26 @@ class BendedModule(nn.Module):
             return getattr(self._weights.view, fn)(*args, **kwargs)
         inputs = method.signature.bind(args, kwargs)
         training = self.module.training
-        changed: tuple[_Entry, DecisionChanged] | None = None
+        changed: tuple[Entry, DecisionChanged] | None = None
         for entry in method.entries:
             if entry.training is training and entry.key(inputs) in entry.keys:
                 assert entry.gm is not None
                 try:
                     # forward, not __call__: GraphModules carry no hooks, and this is the hot path.
-                    return entry.gm.forward(*[inputs[n] for n in entry.input_names])
+                    out = entry.gm.forward(*[inputs[n] for n in entry.input_names])
                 except DecisionChanged as e:
                     changed = (entry, e)
+                    continue
+                if self._ramping:
+                    self._advance_controls()
+                return out
         return self._call_new_graph(method, inputs, changed)
 
     def _call_new_graph(
         self,
-        method: _Method,
+        method: Method,
         inputs: dict[str, Any],
-        changed: tuple[_Entry, DecisionChanged] | None,
+        changed: tuple[Entry, DecisionChanged] | None,
     ) -> Any:
         if changed is not None and self.strict:
             entry, e = changed
@@ -381,7 +282,7 @@ class BendedModule(nn.Module):
 
     def bend(
         self,
-        callback: BendingCallback,
+        callback: BendingCallback | BendingConfig,
         *patterns: str,
         fn: str | Sequence[str] | None = None,
     ) -> list[str]:
@@ -392,7 +293,17 @@ class BendedModule(nn.Module):
         ``"encode:conv$"`` scopes a pattern to the activations of ``encode``; ``fn`` restricts
         unscoped patterns to some methods. Several callbacks on one target apply in the order
         they were given. Returns the bent keys: weight names, and ``"<method>:<node>"``.
+        ``callback`` may also be a :class:`BendingConfig`, whose bendings are applied in order.
         """
+        if isinstance(callback, BendingConfig):
+            if patterns:
+                raise SelectionError("bend(config) takes no patterns: the config holds them")
+            keys: list[str] = []
+            for item in callback:
+                keys += [
+                    k for k in self.bend(item.callback, *item.patterns, fn=item.fn) if k not in keys
+                ]
+            return keys
         if isinstance(callback, type) and issubclass(callback, BendingCallback):
             raise BendingError(
                 f"bend() takes a callback instance, got the class {callback.__name__}; "
@@ -409,17 +320,12 @@ class BendedModule(nn.Module):
                 f"weights: {self.weight_names[:5]}..."
             )
         fns = fn if fn is None or isinstance(fn, str) else tuple(fn)
-        selection = select(
-            patterns,
-            self._weights.names(),
-            self._bendable(),
-            fns,
-            owner=type(self.module).__name__,
-        )
+        selection = self._select(patterns, fns)
+        self._check_controls(callback)
         bending = Bending(callback, tuple(patterns), fns, selection.weights, selection.activations)
         for name in bending.weights:
             w = self._weights.original(name)
-            callback.register_target(name, w.shape, w.dtype, w.device)
+            callback.register(name, w.shape, w.dtype, w.device)
         self._bendings.append(bending)
         if not any(cb is callback for cb in self.callbacks):
             self.callbacks.append(callback)
@@ -448,9 +354,202 @@ class BendedModule(nn.Module):
         """The bendings applied, in order."""
         return list(self._bendings)
 
+    def select(self, *patterns: str, fn: str | Sequence[str] | None = None) -> list[str]:
+        """The keys ``bend`` would bend for ``patterns``, without bending anything."""
+        fns = fn if fn is None or isinstance(fn, str) else tuple(fn)
+        return self._select(patterns, fns).keys()
+
+    def _select(self, patterns: Sequence[str], fns: str | tuple[str, ...] | None) -> Selection:
+        return select(
+            patterns,
+            self._weights.names(),
+            self._bendable(),
+            fns,
+            owner=type(self.module).__name__,
+        )
+
+    def bending_config(self) -> BendingConfig:
+        """The bendings applied, as a :class:`BendingConfig` (save it, apply it elsewhere)."""
+        return BendingConfig(
+            *[ConfigItem(b.callback, b.patterns, b.fn, self._keys_of(b)) for b in self._bendings]
+        )
+
+    @staticmethod
+    def _keys_of(b: Bending) -> list[str]:
+        return b.weights + [f"{m}:{n}" for m, ns in b.activations.items() for n in ns]
+
+    # -- controls --------------------------------------------------------------------------------
+
+    @property
+    def controllables(self) -> dict[str, BendingParameter]:
+        """The named controls of the bendings applied, by name."""
+        found: dict[str, BendingParameter] = {}
+        for b in self._bendings:
+            for control in b.callback.controls():
+                found.setdefault(control.name, control)
+        return found
+
+    def _check_controls(self, callback: BendingCallback) -> None:
+        known = self.controllables
+        for control in callback.controls():
+            if control.name in known and known[control.name] is not control:
+                raise BendingError(
+                    f"another control is already named {control.name!r}; reuse that control "
+                    f"(bended.controllables[{control.name!r}]) or give this one another name"
+                )
+
+    def update(self, name: str, value: float | int | bool) -> None:
+        """Set control ``name`` to ``value``; the next call sees it.
+
+        No re-trace and no recompilation: activation callbacks read controls when they run;
+        weight bendings that depend on the control are recomputed once, only for the weights
+        they bend (crossfaded over ``ramp`` calls if the control has a ramp).
+        """
+        controls = self.controllables
+        control = controls.get(name)
+        if control is None:
+            hint = closest(name, controls)
+            raise BendingError(
+                f"no control named {name!r}; known controls: {sorted(controls) or 'none'}"
+                + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            )
+        control.set(value)
+        weights: list[str] = []
+        for b in self._bendings:
+            if any(c is control for c in b.callback.controls()):
+                b.callback.control_changed()
+                weights += [w for w in b.weights if w not in weights]
+        if control.ramping():
+            self._ramping[name] = control
+        if weights:
+            before = {w: self._weights.current(w) for w in weights}
+            self._update_weights(weights)
+            if control.ramping():
+                after = {w: self._weights.current(w) for w in weights}
+                self._fades[name] = (before, after)
+                self._fade_weights(control)
+
+    def _fade_weights(self, control: BendingParameter) -> None:
+        before, after = self._fades[control.name]
+        k = min(control._step + 1, control.ramp) / control.ramp
+        mixed = dict(self._weights.bent)
+        for w in before:
+            mixed[w] = torch.lerp(before[w].detach(), after[w].detach(), k)
+        self._weights.set(mixed)
+        self._install_view()
+
+    def _advance_controls(self) -> None:
+        for name, control in list(self._ramping.items()):
+            control.advance()
+            if name in self._fades:
+                if control.ramping():
+                    self._fade_weights(control)
+                else:
+                    _, after = self._fades.pop(name)
+                    self._weights.set({**self._weights.bent, **after})
+                    self._install_view()
+            if not control.ramping():
+                del self._ramping[name]
+
+    # -- versions --------------------------------------------------------------------------------
+
+    @property
+    def version(self) -> str:
+        """Name of the weights version bendings apply to (``"original"`` by default)."""
+        return self._version
+
+    @property
+    def versions(self) -> list[str]:
+        return [WeightBank.ORIGINAL, *self._weights.versions]
+
+    def write(self, version: str) -> None:
+        """Freeze the current weights (bendings included) into version ``version``."""
+        if version == WeightBank.ORIGINAL:
+            raise BendingError(
+                f"version {version!r} is the wrapped module's own; pick another name"
+            )
+        self._weights.versions[version] = {
+            name: self._weights.current(name).detach().clone() for name in self._weights.names()
+        }
+
+    def create_version(
+        self, version: str, weights: dict[str, torch.Tensor] | nn.Module, strict: bool = True
+    ) -> None:
+        """Import another checkpoint with the same weight names as version ``version``."""
+        state = weights.state_dict() if isinstance(weights, nn.Module) else dict(weights)
+        names = self._weights.names()
+        missing = [n for n in names if n not in state]
+        unexpected = [k for k in state if k not in names and k not in self.module.state_dict()]
+        mismatched = [
+            f"{n}: {list(state[n].shape)} vs {list(self.weight_shape(n))}"
+            for n in names
+            if n in state and state[n].shape != self.weight_shape(n)
+        ]
+        if mismatched or (strict and (missing or unexpected)):
+            raise BendingError(
+                f"version {version!r} does not fit {type(self.module).__name__}: "
+                f"missing {missing}, unexpected {unexpected}, shape mismatch {mismatched}"
+                + (
+                    ""
+                    if mismatched
+                    else "; pass strict=False to keep the originals for missing ones"
+                )
+            )
+        self._weights.versions[version] = {
+            n: state[n].detach().to(self._weights.original(n))
+            if n in state
+            else self._weights.original(n).detach()
+            for n in names
+        }
+
+    def set_version(self, version: str) -> _Restore:
+        """Apply bendings to version ``version``; as a context manager, switch back after."""
+        if version not in self.versions:
+            raise BendingError(f"no version {version!r}; versions: {self.versions}")
+        previous = (self._version, dict(self._weights.base))
+        self._version = version
+        base = {} if version == WeightBank.ORIGINAL else self._weights.versions[version]
+        self._rebase(base)
+        return _Restore(lambda: self._restore_version(*previous))
+
+    def _restore_version(self, version: str, base: dict[str, torch.Tensor]) -> None:
+        self._version = version
+        self._rebase(base)
+
+    def interpolate(self, original: float | None = None, /, **weights: float) -> _Restore:
+        """Within ``with``, bend a normalized weighted mix of versions' weights:
+        ``with bended.interpolate(1., crazy=1.): ...`` mixes the original weights (the
+        positional weight) and version ``crazy`` half and half."""
+        if original is not None:
+            weights = {WeightBank.ORIGINAL: original, **weights}
+        unknown = [v for v in weights if v not in self.versions]
+        if unknown or not weights:
+            raise BendingError(
+                f"interpolate() takes weights of versions {self.versions}, got {sorted(weights)}"
+            )
+        total = sum(weights.values())
+        if total == 0:
+            raise BendingError(f"interpolate() weights sum to 0: {weights}")
+        previous = (self._version, dict(self._weights.base))
+        mix: dict[str, torch.Tensor] = {}
+        for version, w in weights.items():
+            for name, t in self._weights.version_weights(version).items():
+                mix[name] = mix[name] + t * (w / total) if name in mix else t * (w / total)
+        self._rebase(mix)
+        return _Restore(lambda: self._restore_version(*previous))
+
+    def _rebase(self, base: dict[str, torch.Tensor]) -> None:
+        self._weights.set_base(base)
+        bent = [w for b in self._bendings for w in b.weights]
+        self._weights.bent = {}
+        self._update_weights(_unique(bent))
+
     def reset(self) -> None:
-        """Remove every bending: outputs are again those of the wrapped module, bit for bit."""
+        """Remove every bending: outputs are again those of the active version (the wrapped
+        module's own by default), bit for bit."""
         self._bendings.clear()
+        self._ramping.clear()
+        self._fades.clear()
         self.callbacks = nn.ModuleList()
         self._weights.set({})
         for method in self._methods.values():
@@ -463,25 +562,31 @@ class BendedModule(nn.Module):
             for name, m in self._methods.items()
         }
 
-    def _attach_bendings(self, method: _Method, entry: _Entry) -> None:
+    def _attach_bendings(self, method: Method, entry: Entry) -> None:
         for bending in self._bendings:
             self._attach_bending(bending, method, entry)
 
     def _applies(self, bending: Bending, method: str, node: str) -> bool:
-        fns = None if bending.fn is None else {bending.fn} if isinstance(bending.fn, str) else set(bending.fn)
+        fns = (
+            None
+            if bending.fn is None
+            else {bending.fn}
+            if isinstance(bending.fn, str)
+            else set(bending.fn)
+        )
         return matches(bending.patterns, method, node, fns)
 
     def _register(self, bending: Bending, method: str, node: str, value: Any) -> None:
         key = f"{method}:{node}"
         if key not in bending.registered:
             shape, dtype, device = value
-            bending.callback.register_target(key, shape, dtype, device)
+            bending.callback.register(key, shape, dtype, device)
             bending.registered.add(key)
         matched = bending.activations.setdefault(method, [])
         if node not in matched:
             matched.append(node)
 
-    def _attach_bending(self, bending: Bending, method: _Method, entry: _Entry) -> None:
+    def _attach_bending(self, bending: Bending, method: Method, entry: Entry) -> None:
         """Match ``bending``'s patterns on a graph traced before or after it."""
         for node in entry.nodes(tensors_only=True):
             if self._applies(bending, method.name, node.name):
@@ -498,7 +603,7 @@ class BendedModule(nn.Module):
                 value = bending.callback(value, f"{method}:{node.name}")
         return value
 
-    def _build(self, method: _Method, entry: _Entry) -> None:
+    def _build(self, method: Method, entry: Entry) -> None:
         slots: dict[str, list[BendingCallback]] = {}
         present = {n.name for n in entry.nodes(tensors_only=True)}
         for bending in self._bendings:
@@ -518,7 +623,7 @@ class BendedModule(nn.Module):
         bent: dict[str, torch.Tensor] = dict(self._weights.bent)
         with torch.no_grad():
             for name in names:
-                weight: torch.Tensor = self._weights.original(name).detach()
+                weight: torch.Tensor = self._weights.base_weight(name).detach()
                 for b in self._bendings:
                     if name in b.weights:
                         weight = b.callback.bend_weight(weight, name)
@@ -536,7 +641,10 @@ class BendedModule(nn.Module):
 
     def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> Any:
         super()._apply(fn, recurse)
-        self._weights.set({k: fn(v.detach()) for k, v in self._weights.bent.items()})
+        bank = self._weights
+        bank.versions = {v: {k: fn(t) for k, t in ws.items()} for v, ws in bank.versions.items()}
+        bank.set_base({k: fn(v.detach()) for k, v in bank.base.items()})
+        bank.set({k: fn(v.detach()) for k, v in bank.bent.items()})
         for method in self._methods.values():
             for entry in method.entries:
                 entry.result.constants = {k: fn(v) for k, v in entry.result.constants.items()}
@@ -604,7 +712,7 @@ class BendedModule(nn.Module):
         table = Table(rows, ["name", "shape", "dtype", "min", "max", "mean", "std", "bent"])
         return show(table, out)
 
-    def _traced(self, fn: str) -> _Entry:
+    def _traced(self, fn: str) -> Entry:
         method = self._methods.get(fn)
         if method is None or method.current is None:
             raise TracingError(
@@ -689,6 +797,19 @@ class BendedModule(nn.Module):
         else:
             Path(out).write_text(text + "\n")
         return text
+
+
+class _Restore:
+    """Returned by switches that apply at once and, used with ``with``, undo on exit."""
+
+    def __init__(self, undo: Callable[[], None]) -> None:
+        self._undo = undo
+
+    def __enter__(self) -> _Restore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._undo()
 
 
 def _unique(names: Iterable[str]) -> list[str]:

@@ -40,13 +40,20 @@ def module_view(module: nn.Module, replaced: Mapping[str, torch.Tensor]) -> nn.M
 class WeightBank:
     """Keeps bent weights apart from the wrapped module's own parameters.
 
-    ``view`` is the module as the bended graphs see it: the wrapped module itself when nothing
-    is bent, else a shallow copy whose bent parameters are replaced (see :func:`module_view`).
+    Bendings apply to *base* weights: the wrapped module's own (version ``"original"``), those
+    of another version, or a mix of versions. ``view`` is the module as the bended graphs see
+    it: the wrapped module itself when nothing differs, else a shallow copy whose differing
+    parameters are replaced (see :func:`module_view`).
     """
+
+    ORIGINAL = "original"
 
     def __init__(self, module: nn.Module) -> None:
         self.module = module
         self.bent: dict[str, nn.Parameter] = {}
+        self.base: dict[str, torch.Tensor] = {}
+        """Weights replacing the originals before bending (from a version or a mix)."""
+        self.versions: dict[str, dict[str, torch.Tensor]] = {}
         self.view: nn.Module = module
         self._aliases: dict[str, list[str]] = {}
         by_id: dict[int, list[str]] = {}
@@ -62,8 +69,17 @@ class WeightBank:
     def original(self, name: str) -> nn.Parameter:
         return self.module.get_parameter(name)
 
+    def base_weight(self, name: str) -> torch.Tensor:
+        """The weight bendings apply to: the active version's, or the original."""
+        return self.base.get(name, self.original(name))
+
     def current(self, name: str) -> torch.Tensor:
-        return self.bent.get(name, self.original(name))
+        return self.bent.get(name, self.base_weight(name))
+
+    def version_weights(self, version: str) -> dict[str, torch.Tensor]:
+        if version == self.ORIGINAL:
+            return {name: self.original(name).detach() for name in self.names()}
+        return self.versions[version]
 
     def set(self, bent: Mapping[str, torch.Tensor]) -> None:
         """Replace all bent weights (an empty mapping restores the originals)."""
@@ -73,7 +89,15 @@ class WeightBank:
         }
         self.refresh()
 
+    def set_base(self, weights: Mapping[str, torch.Tensor]) -> None:
+        """Replace the base weights (a version's, or a mix); ``{}`` means the originals."""
+        self.base = {
+            name: t if isinstance(t, nn.Parameter) else nn.Parameter(t, requires_grad=False)
+            for name, t in weights.items()
+        }
+
     def refresh(self) -> None:
         """Rebuild ``view`` (after bending, a device move or a train/eval switch)."""
-        replaced = {alias: t for name, t in self.bent.items() for alias in self._aliases[name]}
+        weights = {**self.base, **self.bent}
+        replaced = {alias: t for name, t in weights.items() for alias in self._aliases[name]}
         self.view = module_view(self.module, replaced)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
 import re
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
 
+from ..controls import BendingParameter, ControlView, current, is_control
 from ..errors import BendingError
 
 __all__ = ["BendingCallback", "Chain"]
@@ -40,6 +43,7 @@ class BendingCallback(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self._state_names: dict[str, str] = {}
+        self._targets: dict[str, tuple[torch.Size, torch.dtype, torch.device]] = {}
 
     # -- to implement -------------------------------------------------------------------------
 
@@ -52,7 +56,23 @@ class BendingCallback(nn.Module):
     ) -> None:
         """Allocate the state this callback needs for target ``name`` (nothing by default)."""
 
+    def control_changed(self) -> None:
+        """React to a change of one of this callback's controls.
+
+        By default, the state of every target is allocated again by :meth:`register_target`,
+        so that a new ``seed`` draws new masks and a new ``prob`` applies to them.
+        """
+        for name, (shape, dtype, device) in self._targets.items():
+            self.register_target(name, shape, dtype, device)
+
     # -- entry points -------------------------------------------------------------------------
+
+    def register(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        """Record target ``name`` and allocate its state (what ``BendedModule.bend`` calls)."""
+        self._targets[name] = (torch.Size(shape), dtype, device)
+        self.register_target(name, torch.Size(shape), dtype, device)
 
     def forward(self, x: torch.Tensor, name: str = "") -> torch.Tensor:
         return self.bend(x, name)
@@ -63,6 +83,61 @@ class BendingCallback(nn.Module):
 
     def __rshift__(self, other: BendingCallback) -> Chain:
         return Chain(self, other)
+
+    # -- arguments and controls -----------------------------------------------------------------
+
+    def number(
+        self, arg: str, value: Any, check: Callable[[Any], Any] | None = None
+    ) -> None:
+        """Keep numeric argument ``arg`` as ``self._<arg>``: a number, or a live control.
+
+        ``check`` validates (and may convert) a number; a control's current value is checked
+        the same way here, and its later values by its own range.
+        """
+        if is_control(value):
+            if check is not None:
+                check(current(value))
+            setattr(self, "_" + arg, value)
+        else:
+            setattr(self, "_" + arg, check(value) if check is not None else value)
+
+    def value(self, arg: str) -> Any:
+        """Current value of argument ``arg`` (a control's value if it is one)."""
+        return current(getattr(self, "_" + arg))
+
+    def along(self, arg: str, x: torch.Tensor) -> Any:
+        """Value of ``arg`` over the call on ``x``: a number, or, while its control ramps, a
+        tensor spreading the change along ``x``'s last (time) axis."""
+        value = getattr(self, "_" + arg)
+        if isinstance(value, (BendingParameter, ControlView)) and value.ramping():
+            return value.along(x.shape[-1], x.device).to(x.dtype)
+        return current(value)
+
+    def controls(self) -> list[BendingParameter]:
+        """The controls this callback reads (through any view of them)."""
+        found: list[BendingParameter] = []
+        for m in self.modules():
+            control = m.control if isinstance(m, ControlView) else m
+            if isinstance(control, BendingParameter) and all(control is not c for c in found):
+                found.append(control)
+        return found
+
+    def arguments(self) -> dict[str, Any]:
+        """The arguments this callback was built with (controls as themselves), by name."""
+        args: dict[str, Any] = {}
+        for name, param in inspect.signature(type(self).__init__).parameters.items():
+            if name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            if hasattr(self, "_" + name):
+                args[name] = getattr(self, "_" + name)
+            elif hasattr(self, name):
+                args[name] = getattr(self, name)
+            else:
+                raise BendingError(
+                    f"{type(self).__name__} keeps no attribute for its argument {name!r}; "
+                    f"store it as self.{name} or self._{name} so it can be saved"
+                )
+        return args
 
     # -- per-target state ---------------------------------------------------------------------
 
@@ -154,11 +229,24 @@ class Chain(BendingCallback):
         """The callbacks of this chain, in order."""
         return [cb for cb in self.callbacks if isinstance(cb, BendingCallback)]
 
+    def register(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        for cb in self.chained():
+            cb.register(name, shape, dtype, device)
+
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
         for cb in self.chained():
             cb.register_target(name, shape, dtype, device)
+
+    def control_changed(self) -> None:
+        for cb in self.chained():
+            cb.control_changed()
+
+    def arguments(self) -> dict[str, Any]:
+        return {"callbacks": self.chained()}
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         for cb in self.callbacks:

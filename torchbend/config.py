@@ -1,0 +1,275 @@
+"""Bending configurations: an ordered list of (callback, patterns), saved as readable JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .callbacks.base import BendingCallback, Chain
+from .controls import BendingParameter, ControlView
+from .errors import BendingError
+
+if TYPE_CHECKING:
+    from .bended import BendedModule
+
+__all__ = ["BendingConfig", "ConfigItem"]
+
+FORMAT = "torchbend.bending-config"
+VERSION = 1
+
+
+@dataclass
+class ConfigItem:
+    """One bending of a configuration."""
+
+    callback: BendingCallback
+    patterns: tuple[str, ...]
+    """Regular expressions selecting targets (see ``BendedModule.bend``)."""
+    fn: str | tuple[str, ...] | None = None
+    """Methods the patterns are restricted to, if any."""
+    keys: list[str] = field(default_factory=list)
+    """Targets the patterns matched when bound to a module."""
+
+
+class BendingConfig:
+    """An ordered list of bendings: callbacks (with their arguments and controls) and the
+    patterns they bend. Build one by hand, get one from ``bended.bending_config()``, apply one
+    with ``bended.bend(config)``, save it to JSON and load it back.
+
+    Example:
+        >>> import torchbend as tb
+        >>> config = tb.BendingConfig((tb.Scale(2.), "conv$"), (tb.Mask(0.5, seed=0), "lin.*", "out$"))
+        >>> len(config), config.items[1].patterns
+        (2, ('lin.*', 'out$'))
+
+    Notes:
+        Saved files hold class references and plain values, never pickles: loading a file from
+        someone else runs no code of theirs, and only imports the callback classes it names
+        (torchbend's own by name, others by ``module:Class``).
+    """
+
+    def __init__(self, *items: tuple[Any, ...] | ConfigItem) -> None:
+        self.items: list[ConfigItem] = []
+        for item in items:
+            if isinstance(item, ConfigItem):
+                self.items.append(item)
+                continue
+            if not isinstance(item, tuple) or len(item) < 2:
+                raise BendingError(
+                    f"BendingConfig takes (callback, pattern, ...) tuples, got {item!r}"
+                )
+            callback, *patterns = item
+            if not isinstance(callback, BendingCallback):
+                raise BendingError(
+                    f"BendingConfig: first element of {item!r} must be a BendingCallback, got "
+                    f"{type(callback).__name__}"
+                )
+            if not all(isinstance(p, str) for p in patterns):
+                raise BendingError(f"BendingConfig: patterns must be strings, got {patterns!r}")
+            self.items.append(ConfigItem(callback, tuple(patterns)))
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[ConfigItem]:
+        return iter(self.items)
+
+    def __add__(self, other: BendingConfig) -> BendingConfig:
+        if not isinstance(other, BendingConfig):
+            return NotImplemented
+        return BendingConfig(*self.items, *other.items)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BendingConfig):
+            return NotImplemented
+        return self.to_dict(keys=False) == other.to_dict(keys=False)
+
+    def __repr__(self) -> str:
+        lines = [f"  ({item.callback!r}, {', '.join(map(repr, item.patterns))})" for item in self]
+        return "BendingConfig(\n" + ",\n".join(lines) + "\n)"
+
+    def bind(self, bended: BendedModule) -> BendingConfig:
+        """Resolve the patterns against ``bended``'s weights and traced activations."""
+        for item in self.items:
+            item.keys = bended.select(*item.patterns, fn=item.fn)
+        return self
+
+    def op_from_key(self, key: str) -> list[BendingCallback]:
+        """The callbacks that bend ``key`` (a weight name or ``"<method>:<node>"``), in order."""
+        return [item.callback for item in self.items if key in item.keys]
+
+    def controls(self) -> list[BendingParameter]:
+        found: list[BendingParameter] = []
+        for item in self.items:
+            for c in item.callback.controls():
+                if all(c is not f for f in found):
+                    found.append(c)
+        return found
+
+    # -- serialisation ---------------------------------------------------------------------------
+
+    def to_dict(self, keys: bool = True) -> dict[str, Any]:
+        """A JSON-able description of the configuration."""
+        controls = self.controls()
+        names = [c.name for c in controls]
+        duplicated = {n for n in names if names.count(n) > 1}
+        if duplicated:
+            raise BendingError(f"several different controls are named {sorted(duplicated)}")
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "controls": [_control_dict(c) for c in controls],
+            "bendings": [
+                {
+                    "callback": _callback_dict(item.callback),
+                    "patterns": list(item.patterns),
+                    "fn": list(item.fn) if isinstance(item.fn, tuple) else item.fn,
+                    **({"keys": list(item.keys)} if keys else {}),
+                }
+                for item in self.items
+            ],
+        }
+
+    def save(self, path: str | Path) -> None:
+        """Write the configuration to ``path`` as JSON."""
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "the configuration") -> BendingConfig:
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise BendingError(f"{source} is not a torchbend bending configuration (no format: {FORMAT!r})")
+        if data.get("version") != VERSION:
+            raise BendingError(
+                f"{source} has format version {data.get('version')!r}; this torchbend reads "
+                f"version {VERSION}"
+            )
+        try:
+            controls = {c["name"]: _control_from_dict(c) for c in data.get("controls", [])}
+            items = []
+            for i, b in enumerate(data["bendings"]):
+                where = f"{source}, bending {i}"
+                callback = _callback_from_dict(b["callback"], controls, where)
+                fn = b.get("fn")
+                items.append(
+                    ConfigItem(
+                        callback,
+                        tuple(b["patterns"]),
+                        tuple(fn) if isinstance(fn, list) else fn,
+                        list(b.get("keys", [])),
+                    )
+                )
+        except (KeyError, TypeError) as e:
+            raise BendingError(f"{source} is malformed: missing or wrong entry {e}") from e
+        return cls(*items)
+
+    @classmethod
+    def load(cls, path: str | Path) -> BendingConfig:
+        """Read a configuration written by :meth:`save`."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise BendingError(f"no bending configuration at {path}") from None
+        except json.JSONDecodeError as e:
+            raise BendingError(f"{path} is not valid JSON: {e}") from None
+        return cls.from_dict(data, source=str(path))
+
+
+def _control_dict(c: BendingParameter) -> dict[str, Any]:
+    return {
+        "name": c.name,
+        "value": c.get(),
+        "range": None if c.range is None else list(c.range),
+        "clamp": c.clamp,
+        "ramp": c.ramp,
+    }
+
+
+def _control_from_dict(d: dict[str, Any]) -> BendingParameter:
+    rng = d.get("range")
+    return BendingParameter(
+        d["name"], d["value"], None if rng is None else tuple(rng), d.get("clamp", False),
+        d.get("ramp", 0),
+    )
+
+
+def _class_name(cb: BendingCallback) -> str:
+    from . import callbacks
+
+    cls = type(cb)
+    if getattr(callbacks, cls.__name__, None) is cls:
+        return cls.__name__
+    if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
+        raise BendingError(
+            f"{cls.__qualname__} is defined in a script or a function and cannot be found by "
+            "name when loading; define it in an importable module or a file loaded with "
+            "tb.load_callbacks"
+        )
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _encode(value: Any, where: str) -> Any:
+    if isinstance(value, BendingParameter):
+        return {"control": value.name}
+    if isinstance(value, ControlView):
+        return {"control": value.name, "scale": value.scale, "offset": value.offset}
+    if isinstance(value, BendingCallback):
+        return {"callback": _callback_dict(value)}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, tuple):
+        return {"tuple": [_encode(v, where) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v, where) for v in value]
+    raise BendingError(
+        f"{where}: argument of type {type(value).__name__} ({value!r}) cannot be saved; callback "
+        "arguments must be numbers, strings, None, lists, tuples, controls or callbacks"
+    )
+
+
+def _callback_dict(cb: BendingCallback) -> dict[str, Any]:
+    if isinstance(cb, Chain):
+        return {"class": "Chain", "args": {"callbacks": [_callback_dict(c) for c in cb.chained()]}}
+    name = _class_name(cb)
+    args = {k: _encode(v, f"{name}.{k}") for k, v in cb.arguments().items()}
+    return {"class": name, "args": args}
+
+
+def _decode(value: Any, controls: dict[str, BendingParameter], where: str) -> Any:
+    if isinstance(value, list):
+        return [_decode(v, controls, where) for v in value]
+    if isinstance(value, dict):
+        if "tuple" in value:
+            return tuple(_decode(v, controls, where) for v in value["tuple"])
+        if "callback" in value:
+            return _callback_from_dict(value["callback"], controls, where)
+        if "control" in value:
+            name = value["control"]
+            if name not in controls:
+                raise BendingError(f"{where} uses control {name!r}, which the file does not define")
+            control = controls[name]
+            if "scale" in value or "offset" in value:
+                return ControlView(control, value.get("scale", 1.0), value.get("offset", 0.0))
+            return control
+        raise BendingError(f"{where}: cannot read argument {value!r}")
+    return value
+
+
+def _callback_from_dict(
+    d: dict[str, Any], controls: dict[str, BendingParameter], where: str
+) -> BendingCallback:
+    from .callbacks.loading import callback_from_name
+
+    name = d["class"]
+    if name == "Chain":
+        return Chain(*[_callback_from_dict(c, controls, where) for c in d["args"]["callbacks"]])
+    cls = callback_from_name(name)
+    args = {k: _decode(v, controls, f"{where} ({name}.{k})") for k, v in d.get("args", {}).items()}
+    try:
+        return cls(**args)
+    except TypeError as e:
+        raise BendingError(f"{where}: {name} does not take these arguments {sorted(args)}: {e}") from None
+

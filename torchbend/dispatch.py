@@ -1,0 +1,123 @@
+"""Graph cache of traced methods: argument binding, per-input graphs and their guards."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.fx
+
+from .errors import TracingError, closest
+from .tracing import TraceResult, fact_reader
+
+__all__ = ["Entry", "Method", "Signature", "clone_inputs"]
+
+
+class Signature:
+    """Binds call arguments of a method to its parameter names, quickly."""
+
+    def __init__(self, owner: str, method: str, fn: Callable[..., Any]) -> None:
+        sig = inspect.signature(fn)
+        self.text = f"{owner}.{method}{sig}"
+        params = list(sig.parameters.values())
+        if any(p.kind is p.VAR_POSITIONAL for p in params):
+            raise TracingError(
+                f"{self.text} takes *args, which cannot be traced by name; wrap it in a method "
+                "with named arguments."
+            )
+        self.positional = [
+            p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        self.names = [p.name for p in params if p.kind is not p.VAR_KEYWORD]
+        self.defaults = {p.name: p.default for p in params if p.default is not p.empty}
+        self.known = frozenset(self.names)
+
+    def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if not kwargs and len(args) == len(self.names) == len(self.positional):
+            return dict(zip(self.names, args))
+        if len(args) > len(self.positional):
+            raise TracingError(
+                f"{self.text} takes {len(self.positional)} positional argument(s), got {len(args)}"
+            )
+        inputs = dict(zip(self.positional, args))
+        for k, v in kwargs.items():
+            if k not in self.known:
+                hint = closest(k, self.names)
+                raise TracingError(
+                    f"{self.text} has no argument {k!r}"
+                    + (f"; did you mean {hint[0]!r}?" if hint else "")
+                )
+            if k in inputs:
+                raise TracingError(f"{self.text} got argument {k!r} twice")
+            inputs[k] = v
+        if len(inputs) < len(self.names):
+            for name in self.names:
+                if name not in inputs:
+                    if name not in self.defaults:
+                        raise TracingError(f"{self.text} is missing argument {name!r}")
+                    inputs[name] = self.defaults[name]
+        return inputs
+
+
+class Entry:
+    """One traced graph of one method, and the inputs it is valid for."""
+
+    def __init__(self, result: TraceResult, training: bool, names: Sequence[str]) -> None:
+        self.result = result
+        self.graph = result.graph
+        self.training = training
+        self.facts = result.facts
+        self.readers = tuple(fact_reader(f) for f in result.facts)
+        self.keys: set[tuple[Any, ...]] = set()
+        self.input_names = tuple(
+            str(n.target)
+            for n in result.graph.nodes
+            if n.op == "placeholder" and not str(n.target).startswith("*")
+        )
+        assert set(self.input_names) <= set(names)
+        self.gm: torch.fx.GraphModule | None = None
+
+    def key(self, inputs: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(read(inputs) for read in self.readers)
+
+    def same_decisions(self, result: TraceResult, training: bool) -> bool:
+        return (
+            training is self.training
+            and result.facts == self.facts
+            and [(s.kind, s.name, s.value) for s in result.flow_steps]
+            == [(s.kind, s.name, s.value) for s in self.result.flow_steps]
+            and result.graph.python_code("self").src == self.graph.python_code("self").src
+        )
+
+    def nodes(self, tensors_only: bool) -> list[torch.fx.Node]:
+        return [
+            n
+            for n in self.graph.nodes
+            if n.op != "output"
+            and not n.meta.get("tb_guard")
+            and (n.meta.get("tb_tensor") if tensors_only else n.meta.get("tb_shape") is not None)
+        ]
+
+
+class Method:
+    """The traced graphs of one method."""
+
+    def __init__(self, name: str, signature: Signature) -> None:
+        self.name = name
+        self.signature = signature
+        self.entries: list[Entry] = []
+        self.current: Entry | None = None
+
+
+def clone_inputs(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(clone_inputs(v) for v in value)
+    if type(value) is dict:
+        return {k: clone_inputs(v) for k, v in value.items()}
+    if hasattr(value, "batch_size") and hasattr(value, "clone"):  # TensorDict
+        return value.clone()
+    return value
