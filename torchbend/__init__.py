@@ -14,6 +14,9 @@ from .callbacks import (
     Permute,
     Scale,
 )
+from .callbacks.capture import Capture, InterpolateActivation, InterpolationFromCapture
+from .config import BendingConfig
+from .controls import BendingParameter
 from .errors import (
     BendingError,
     GuardError,
@@ -32,13 +35,18 @@ __all__ = [
     "BendedModule",
     "Bending",
     "BendingCallback",
+    "BendingConfig",
     "BendingError",
+    "BendingParameter",
     "BendingTracer",
     "Bias",
+    "Capture",
     "Chain",
     "Clamp",
     "FlowStep",
     "GuardError",
+    "InterpolateActivation",
+    "InterpolationFromCapture",
     "Lambda",
     "Mask",
     "Noise",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -13,7 +14,9 @@ import torch
 import torch.fx
 from torch import nn
 
+from .activations import cut_from, keep_until
 from .callbacks.base import BendingCallback
+from .callbacks.capture import Capture
 from .config import BendingConfig, ConfigItem
 from .controls import BendingParameter
 from .dispatch import Entry, Method, Signature, clone_inputs
@@ -224,6 +227,8 @@ class BendedModule(nn.Module):
         try:
             return super().__getattr__(name)
         except AttributeError:
+            if name in self.__dict__.get("_methods", {}):
+                return functools.partial(self.call, name)
             module = self.__dict__.get("_modules", {}).get("module")
             attr = getattr(module, name, None) if not name.startswith("_") else None
             if attr is None or not callable(attr) or isinstance(attr, nn.Module):
@@ -334,10 +339,10 @@ class BendedModule(nn.Module):
                 self._attach_bending(bending, method, entry)
         if bending.weights:
             self._update_weights(bending.weights)
-        for name in bending.activations:
-            method = self._methods[name]
-            for entry in method.entries:
-                self._build(method, entry)
+        for method in self._methods.values():
+            if method.key in bending.activations:
+                for entry in method.entries:
+                    self._build(method, entry)
         return selection.keys()
 
     def bended_keys(self) -> list[str]:
@@ -377,6 +382,144 @@ class BendedModule(nn.Module):
     @staticmethod
     def _keys_of(b: Bending) -> list[str]:
         return b.weights + [f"{m}:{n}" for m, ns in b.activations.items() for n in ns]
+
+    # -- activations in and out ------------------------------------------------------------------
+
+    def get_activations(
+        self,
+        *patterns: str,
+        fn: str = "forward",
+        bended: bool = True,
+        as_tensordict: bool = False,
+        save_as: str | None = None,
+        **inputs: Any,
+    ) -> Any:
+        """Activations of ``fn`` matched by ``patterns`` on ``inputs``, by node name.
+
+        Computation stops after the last activation needed. ``bended=False`` gives the values
+        of the unbent model (original weights, no activation bending). ``as_tensordict=True``
+        returns a TensorDict with the activations' common batch size. ``save_as`` keeps the
+        truncated graph as a new method (``bended.<save_as>(**inputs)``), bent like ``fn``.
+        """
+        method = self._method(fn)
+        entry = self._entry_for(method, method.signature.bind((), inputs))
+        names = self._activation_names(method, entry, patterns)
+        graph = keep_until(entry.graph, names)
+        values = self._run_derived(method, entry, graph, inputs, bended, save_as)
+        if not as_tensordict:
+            return values
+        try:
+            from tensordict import TensorDict
+        except ImportError as e:
+            raise ImportError(
+                "as_tensordict=True needs tensordict: pip install torchbend[tensordict]"
+            ) from e
+        sizes = {v.shape[0] for v in values.values() if isinstance(v, torch.Tensor) and v.dim()}
+        return TensorDict(values, batch_size=[sizes.pop()] if len(sizes) == 1 else [])
+
+    def from_activations(
+        self,
+        *names: str,
+        fn: str = "forward",
+        bended: bool = True,
+        save_as: str | None = None,
+        **values: Any,
+    ) -> Any:
+        """Run ``fn`` from given activations (``names``, valued in ``values``) to its output.
+
+        The part of the graph that only fed those activations is dropped; inputs of ``fn``
+        still used past them must be given in ``values`` too. ``save_as`` keeps the cut graph
+        as a new method, e.g. ``save_as="decode_from_latent"``.
+        """
+        method = self._method(fn)
+        if not names:
+            raise SelectionError("from_activations() needs the names of the activations to inject")
+        entry = self._traced(fn) if method.current is not None else None
+        if entry is None:
+            raise TracingError(f"trace {fn!r} first: bended.trace({fn!r}, <example inputs>)")
+        names = tuple(self._activation_names(method, entry, [f"{n}$" for n in names], exact=names))
+        graph = cut_from(entry.graph, names)
+        needed = [str(n.target) for n in graph.nodes if n.op == "placeholder"]
+        missing = [n for n in needed if n not in values]
+        unknown = [v for v in values if v not in needed]
+        if missing or unknown:
+            raise TracingError(
+                f"from_activations({', '.join(map(repr, names))}) of {fn} takes {needed}; "
+                f"missing {missing}, unknown {unknown}"
+            )
+        return self._run_derived(method, entry, graph, values, bended, save_as, cut=True)
+
+    def _activation_names(
+        self, method: Method, entry: Entry, patterns: Sequence[str], exact: Sequence[str] = ()
+    ) -> list[str]:
+        available = [n.name for n in entry.nodes(tensors_only=True)]
+        for name in exact:
+            if name not in available:
+                hint = closest(name, available)
+                raise SelectionError(
+                    f"{method.name} has no activation {name!r}"
+                    + (f"; did you mean {' or '.join(map(repr, hint))}?" if hint else "")
+                )
+        if not patterns:
+            raise SelectionError(f"name the activations to get, e.g. {available[-2:]}")
+        return select(patterns, [], {method.name: available}, owner=method.name).activations[
+            method.name
+        ]
+
+    def _entry_for(self, method: Method, inputs: dict[str, Any]) -> Entry:
+        training = self.module.training
+        for entry in method.entries:
+            if entry.training is training and entry.key(inputs) in entry.keys:
+                return entry
+        return self._trace_entry(method, inputs)[0]
+
+    def _run_derived(
+        self,
+        method: Method,
+        entry: Entry,
+        graph: torch.fx.Graph,
+        inputs: dict[str, Any],
+        bended: bool,
+        save_as: str | None,
+        cut: bool = False,
+    ) -> Any:
+        placeholders = [str(n.target) for n in graph.nodes if n.op == "placeholder"]
+        facts = tuple(f for f in entry.facts if f[0] in placeholders)
+        result = TraceResult(graph, entry.result.constants, entry.result.flow_steps, facts, ())
+        if save_as is not None:
+            if save_as in self._methods or hasattr(type(self), save_as):
+                raise TracingError(f"a method named {save_as!r} exists already; pick another name")
+            params = [
+                inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in placeholders
+            ]
+            signature = Signature(type(self.module).__name__, save_as, inspect.Signature(params))
+            derived = Method(save_as, signature, source=method.key)
+            saved = Entry(result, entry.training, placeholders)
+            saved.keys.add(saved.key(inputs))
+            derived.entries.append(saved)
+            derived.current = saved
+            self._methods[save_as] = derived
+            self._build(derived, saved)
+            assert saved.gm is not None
+            return saved.gm(**{p: inputs[p] for p in placeholders})
+        if bended:
+            temp = Method(method.name, method.signature, source=method.key)
+            scratch = Entry(result, entry.training, placeholders)
+            self._build(temp, scratch)
+            gm = scratch.gm
+        else:
+            gm = build_graph_module(graph, self.module, entry.result.constants, {}, "Unbent")
+        assert gm is not None
+        return gm(**{p: inputs[p] for p in placeholders})
+
+    def capture(self) -> _Restore:
+        """Start every :class:`~torchbend.Capture` bending of this model; ``with`` stops them."""
+        captures = [cb for cb in self.callbacks.modules() if isinstance(cb, Capture)]
+        if not captures:
+            raise BendingError("no Capture is bent into this model: bend tb.Capture() first")
+        for cb in captures:
+            cb.capture()
+        return _Restore(lambda: [cb.stop() for cb in captures] and None)
 
     # -- controls --------------------------------------------------------------------------------
 
@@ -560,6 +703,7 @@ class BendedModule(nn.Module):
         return {
             name: _unique(n.name for e in m.entries for n in e.nodes(tensors_only=True))
             for name, m in self._methods.items()
+            if m.source is None
         }
 
     def _attach_bendings(self, method: Method, entry: Entry) -> None:
@@ -589,9 +733,9 @@ class BendedModule(nn.Module):
     def _attach_bending(self, bending: Bending, method: Method, entry: Entry) -> None:
         """Match ``bending``'s patterns on a graph traced before or after it."""
         for node in entry.nodes(tensors_only=True):
-            if self._applies(bending, method.name, node.name):
+            if self._applies(bending, method.key, node.name):
                 meta = (node.meta["tb_shape"], node.meta["tb_dtype"], node.meta["tb_device"])
-                self._register(bending, method.name, node.name, meta)
+                self._register(bending, method.key, node.name, meta)
 
     def _bend_traced_value(self, method: str, node: torch.fx.Node, value: Any) -> Any:
         """Bend concrete values while tracing, so decisions are taken on bent activations."""
@@ -607,10 +751,10 @@ class BendedModule(nn.Module):
         slots: dict[str, list[BendingCallback]] = {}
         present = {n.name for n in entry.nodes(tensors_only=True)}
         for bending in self._bendings:
-            for name in bending.activations.get(method.name, []):
+            for name in bending.activations.get(method.key, []):
                 if name in present:
                     slots.setdefault(name, []).append(bending.callback)
-        modules = {n: ActivationSlot(f"{method.name}:{n}", cbs) for n, cbs in slots.items()}
+        modules = {n: ActivationSlot(f"{method.key}:{n}", cbs) for n, cbs in slots.items()}
         entry.gm = build_graph_module(
             entry.graph,
             self._weights.view,

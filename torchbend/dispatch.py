@@ -18,8 +18,10 @@ __all__ = ["Entry", "Method", "Signature", "clone_inputs"]
 class Signature:
     """Binds call arguments of a method to its parameter names, quickly."""
 
-    def __init__(self, owner: str, method: str, fn: Callable[..., Any]) -> None:
-        sig = inspect.signature(fn)
+    def __init__(
+        self, owner: str, method: str, fn: Callable[..., Any] | inspect.Signature
+    ) -> None:
+        sig = fn if isinstance(fn, inspect.Signature) else inspect.signature(fn)
         self.text = f"{owner}.{method}{sig}"
         params = list(sig.parameters.values())
         if any(p.kind is p.VAR_POSITIONAL for p in params):
@@ -104,11 +106,18 @@ class Entry:
 class Method:
     """The traced graphs of one method."""
 
-    def __init__(self, name: str, signature: Signature) -> None:
+    def __init__(self, name: str, signature: Signature, source: str | None = None) -> None:
         self.name = name
         self.signature = signature
         self.entries: list[Entry] = []
         self.current: Entry | None = None
+        self.source = source
+        """For a method derived from another (``save_as``): the method whose bendings apply."""
+
+    @property
+    def key(self) -> str:
+        """The name bending keys use for this method's activations."""
+        return self.source or self.name
 
 
 def clone_inputs(value: Any) -> Any:

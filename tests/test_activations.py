@@ -1,0 +1,93 @@
+"""Activations in and out: get, inject, capture, mix."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import torchbend as tb
+
+
+class AE(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc = nn.Conv1d(1, 4, 4, stride=4)
+        self.dec = nn.ConvTranspose1d(4, 1, 4, stride=4)
+
+    def forward(self, x):
+        z = torch.tanh(self.enc(x))
+        return self.dec(z) + 0 * x
+
+
+@pytest.fixture
+def ae():
+    torch.manual_seed(0)
+    return AE()
+
+
+def test_get_activations_stops_after_the_last_one(ae):
+    x = torch.randn(2, 1, 32)
+    bended = tb.BendedModule(ae)
+    bended.trace(x=x)
+    acts = bended.get_activations("enc$", "tanh$", x=x)
+    assert list(acts) == ["enc", "tanh"]
+    assert torch.equal(acts["tanh"], torch.tanh(ae.enc(x)))
+    bended.bend(tb.Scale(0.0), "tanh$")
+    assert torch.equal(bended.get_activations("tanh", x=x)["tanh"], torch.zeros(2, 4, 8))
+    assert torch.equal(bended.get_activations("tanh", x=x, bended=False)["tanh"], acts["tanh"])
+    td = bended.get_activations("enc$", x=x, as_tensordict=True)
+    assert tuple(td.batch_size) == (2,)
+    with pytest.raises(tb.SelectionError, match="did you mean"):
+        bended.get_activations("tahn$", x=x)
+
+
+def test_from_activations_decodes_an_edited_latent(ae):
+    x = torch.randn(1, 1, 32)
+    bended = tb.BendedModule(ae)
+    bended.trace(x=x)
+    z = bended.get_activations("tanh$", x=x)["tanh"]
+    out = bended.from_activations("tanh", tanh=z, x=x)
+    assert torch.allclose(out, ae(x))
+    with pytest.raises(tb.TracingError, match=r"missing \['x'\]"):
+        bended.from_activations("tanh", tanh=z)
+
+
+def test_saved_derived_method_is_bent_like_its_source():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv1d(1, 4, 4, stride=4), nn.Tanh(), nn.ConvTranspose1d(4, 1, 4, stride=4))
+    x = torch.randn(1, 1, 32)
+    bended = tb.BendedModule(model)
+    bended.trace(input=x)
+    z = bended.get_activations("_1$", input=x, save_as="encode")["_1"]
+    assert torch.equal(bended.encode(input=x)["_1"], z)
+    bended.from_activations("_1", _1=z, save_as="decode_from_latent")
+    assert torch.allclose(bended.decode_from_latent(z * 2), model[2](z * 2))
+    bended.bend(tb.Scale(0.0), "_2$")
+    assert torch.equal(bended.decode_from_latent(z), torch.zeros(1, 1, 32))
+
+
+def test_capture_records_while_capturing_and_mixes_back(ae, tmp_path):
+    a, b = torch.randn(2, 1, 32), torch.randn(3, 1, 32)
+    bended = tb.BendedModule(ae)
+    bended.trace(x=a)
+    capture = tb.Capture()
+    bended.bend(capture, "tanh$")
+    bended(a)
+    assert capture.captures == {}
+    with bended.capture():
+        bended(a)
+        bended(b)
+    bended(a)
+    captured = capture.captures["forward:tanh"]
+    assert captured.shape == (5, 4, 8)
+    assert torch.equal(captured[:2], torch.tanh(ae.enc(a)))
+    capture.save(tmp_path / "caps")
+    loaded = tb.Capture.load(tmp_path / "caps")
+    assert torch.equal(loaded["forward:tanh"], captured)
+    bended.reset()
+    bended.bend(tb.InterpolationFromCapture(capture, weight=1.0, index=0), "tanh$")
+    assert torch.allclose(bended.get_activations("tanh$", x=b)["tanh"], captured[0:1].expand(3, 4, 8))
+    bended.reset()
+    bended.bend(tb.InterpolateActivation({"tanh": torch.zeros(1, 4, 8)}, weight=0.5), "tanh$")
+    assert torch.allclose(bended.get_activations("tanh$", x=a)["tanh"], torch.tanh(ae.enc(a)) / 2)

@@ -1,0 +1,106 @@
+"""Bending configurations: build, bind, compare, save to JSON and load back exactly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+import torchbend as tb
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(1, 4, 3, padding=1)
+        self.out = nn.Conv1d(4, 1, 3, padding=1)
+
+    def forward(self, x):
+        return self.out(torch.tanh(self.conv(x)))
+
+
+def fresh() -> tb.BendedModule:
+    torch.manual_seed(0)
+    bended = tb.BendedModule(Net())
+    bended.trace(x=torch.randn(1, 1, 32))
+    return bended
+
+
+def test_config_of_a_bended_module_round_trips_exactly(tmp_path):
+    x = torch.randn(2, 1, 32)
+    gain = tb.BendingParameter("gain", 0.7, range=(0.0, 2.0))
+    bended = fresh()
+    bended.bend(tb.Mask(0.5, dim=-2, seed=3), "conv$")
+    bended.bend(tb.Scale(2.0 * gain) >> tb.Bias(1 - gain), r"out\.weight")
+    bended.bend(tb.Noise(0.1, seed=1), "conv.bias")
+    expected = bended(x)
+    config = bended.bending_config()
+    assert config.op_from_key("forward:conv")[0].__class__ is tb.Mask
+    path = tmp_path / "bends.json"
+    config.save(path)
+    text = path.read_text()
+    assert json.loads(text)["controls"] == [
+        {"name": "gain", "value": 0.7, "range": [0.0, 2.0], "clamp": False, "ramp": 0}
+    ]
+    loaded = tb.BendingConfig.load(path)
+    assert loaded == config
+    other = fresh()
+    assert other.bend(loaded) == ["forward:conv", "out.weight", "conv.bias"]
+    assert torch.equal(other(x), expected)
+    other.update("gain", 1.5)
+    bended.update("gain", 1.5)
+    assert torch.equal(other(x), bended(x))
+
+
+def test_build_by_hand_bind_and_concatenate():
+    a = tb.BendingConfig((tb.Scale(2.0), "conv$"))
+    b = tb.BendingConfig((tb.Bias(1.0), "out.*", "conv.weight"))
+    both = a + b
+    assert len(both) == 2
+    bended = fresh()
+    both.bind(bended)
+    assert both.items[1].keys == ["conv.weight", "out.weight", "out.bias", "forward:out"]
+    assert both.op_from_key("conv.weight")[0].bias == 1.0
+    assert both != a
+    assert a == tb.BendingConfig((tb.Scale(2.0), "conv$"))
+
+
+def test_bad_configs(tmp_path):
+    with pytest.raises(tb.BendingError, match="takes \\(callback, pattern"):
+        tb.BendingConfig(tb.Scale(2.0))
+    with pytest.raises(tb.BendingError, match="must be a BendingCallback"):
+        tb.BendingConfig(("Scale", "conv"))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(tb.BendingError, match="not valid JSON"):
+        tb.BendingConfig.load(bad)
+    with pytest.raises(tb.BendingError, match="no bending configuration at"):
+        tb.BendingConfig.load(tmp_path / "missing.json")
+    bad.write_text(json.dumps({"format": "something else"}))
+    with pytest.raises(tb.BendingError, match="not a torchbend bending configuration"):
+        tb.BendingConfig.load(bad)
+    good = tb.BendingConfig((tb.Scale(2.0), "conv$")).to_dict()
+    good["bendings"][0]["callback"]["class"] = "NoSuchCallback"
+    bad.write_text(json.dumps(good))
+    with pytest.raises(tb.BendingError, match="NoSuchCallback"):
+        tb.BendingConfig.load(bad)
+    good["bendings"][0]["callback"] = {"class": "Scale", "args": {"scael": 2.0}}
+    bad.write_text(json.dumps(good))
+    with pytest.raises(tb.BendingError, match="does not take these arguments"):
+        tb.BendingConfig.load(bad)
+    good["bendings"][0]["callback"] = {"class": "os:system", "args": {}}
+    bad.write_text(json.dumps(good))
+    with pytest.raises(tb.BendingError, match="not a bending callback|BendingCallback"):
+        tb.BendingConfig.load(bad)
+    del good["bendings"][0]["patterns"]
+    bad.write_text(json.dumps(good))
+    with pytest.raises(tb.BendingError, match="malformed"):
+        tb.BendingConfig.load(bad)
+
+
+def test_unsaveable_callbacks_say_why(tmp_path):
+    config = tb.BendingConfig((tb.Lambda(lambda x: x), "conv$"))
+    with pytest.raises(tb.BendingError, match="cannot be saved|defined in a script"):
+        config.save(tmp_path / "x.json")

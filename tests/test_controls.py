@@ -1,0 +1,163 @@
+"""Named live controls: arithmetic views, update without re-tracing, ranges, ramps."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import torchbend as tb
+
+
+class Two(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv1d(1, 4, 3, padding=1)
+        self.b = nn.Conv1d(4, 1, 3, padding=1)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+@pytest.fixture
+def bended():
+    torch.manual_seed(0)
+    b = tb.BendedModule(Two())
+    b.trace(x=torch.randn(1, 1, 32))
+    return b
+
+
+def test_parameter_arithmetic_views_share_one_knob():
+    p = tb.BendingParameter("p", 0.5, range=(0.0, 1.0))
+    views = [2.0 * p, p + 1, 1 - p, p * 3, -p, p / 2]
+    assert [v.get() for v in views] == [1.0, 1.5, 0.5, 1.5, -0.5, 0.25]
+    p.set(1.0)
+    assert [v.get() for v in views] == [2.0, 2.0, 0.0, 3.0, -1.0, 0.5]
+    assert (2 * (p + 1)).get() == 4.0
+
+
+def test_parameter_validation():
+    with pytest.raises(tb.BendingError, match="identifier"):
+        tb.BendingParameter("not a name", 1.0)
+    with pytest.raises(tb.BendingError, match="float, an int or a bool"):
+        tb.BendingParameter("p", "1")
+    p = tb.BendingParameter("p", 0.5, range=(0.0, 1.0))
+    with pytest.raises(tb.BendingError, match=r"out of its range \[0.0, 1.0\]"):
+        p.set(2.0)
+    assert p.get() == 0.5
+    clamped = tb.BendingParameter("c", 0.5, range=(0.0, 1.0), clamp=True)
+    clamped.set(3.0)
+    assert clamped.get() == 1.0
+    n = tb.BendingParameter("n", 3)
+    with pytest.raises(tb.BendingError, match="takes an int"):
+        n.set(2.5)
+    n.set(4)
+    assert n.get() == 4 and isinstance(n.get(), int)
+    flag = tb.BendingParameter("flag", True)
+    flag.set(False)
+    assert flag.get() is False
+
+
+def test_update_changes_activation_bending_without_retrace_or_recompile(bended):
+    x = torch.randn(1, 1, 32)
+    gain = tb.BendingParameter("gain", 1.0)
+    bended.bend(tb.Scale(gain), "a$")
+    gm = bended.graph_module()
+    entries = len(bended._methods["forward"].entries)
+    reference = bended.module
+    out1 = bended(x)
+    bended.update("gain", 0.0)
+    assert bended.graph_module() is gm
+    assert len(bended._methods["forward"].entries) == entries
+    assert torch.allclose(bended(x), reference.b(torch.zeros(1, 4, 32)))
+    bended.update("gain", 1.0)
+    assert torch.equal(bended(x), out1)
+
+
+def test_one_knob_drives_several_callbacks(bended):
+    x = torch.randn(1, 1, 32)
+    p = tb.BendingParameter("p", 0.0)
+    bended.bend(tb.Scale(1.0 - p), "a$")
+    bended.bend(tb.Scale(2.0 * p), r"b\.weight")
+    assert list(bended.controllables) == ["p"]
+    bended.update("p", 0.25)
+    m = bended.module
+    expected = nn.functional.conv1d(torch.relu(m.a(x) * 0.75), m.b.weight * 0.5, m.b.bias, padding=1)
+    assert torch.allclose(bended(x), expected, atol=1e-6)
+
+
+def test_weight_bendings_are_recomputed_only_for_their_weights(bended):
+    counted = []
+
+    class Counting(tb.Scale):
+        def bend_weight(self, weight, name):
+            counted.append(name)
+            return super().bend_weight(weight, name)
+
+    p = tb.BendingParameter("p", 1.0)
+    q = tb.BendingParameter("q", 1.0)
+    bended.bend(Counting(p), r"a\.weight")
+    bended.bend(Counting(q), r"b\.weight")
+    counted.clear()
+    bended.update("p", 2.0)
+    assert counted == ["a.weight"]
+    assert torch.equal(bended._weights.current("a.weight"), 2 * bended.module.a.weight)
+
+
+def test_update_errors(bended):
+    bended.bend(tb.Scale(tb.BendingParameter("gain", 1.0, range=(0.0, 2.0))), "a$")
+    with pytest.raises(tb.BendingError, match=r"no control named 'gian'; known controls: \['gain'\]"):
+        bended.update("gian", 1.0)
+    with pytest.raises(tb.BendingError, match="out of its range"):
+        bended.update("gain", 3.0)
+    with pytest.raises(tb.BendingError, match="already named 'gain'"):
+        bended.bend(tb.Bias(tb.BendingParameter("gain", 0.0)), "b$")
+
+
+def test_mask_prob_and_seed_controls_redraw_reproducibly(bended):
+    x = torch.randn(1, 1, 32)
+    prob = tb.BendingParameter("prob", 0.0, range=(0.0, 1.0))
+    seed = tb.BendingParameter("seed", 0)
+    bended.bend(tb.Mask(prob=prob, dim=-2, seed=seed), "a$")
+    plain = bended(x)
+    bended.update("prob", 1.0)
+    assert torch.allclose(bended(x), bended.module.b(torch.zeros(1, 4, 32)))
+    bended.update("prob", 0.5)
+    first = bended(x)
+    bended.update("seed", 1)
+    other = bended(x)
+    bended.update("seed", 0)
+    assert torch.equal(bended(x), first)
+    assert not torch.equal(first, plain) or not torch.equal(other, plain)
+
+
+def test_ramped_control_spreads_a_jump_over_the_block(bended):
+    x = torch.ones(1, 1, 64)
+    gain = tb.BendingParameter("gain", 0.0, ramp=1)
+    bended.bend(tb.Scale(gain), "x$")
+    bended.bend(tb.Scale(0.0), r"[ab]\.(weight|bias)")
+    bended.reset()
+    bended.bend(tb.Scale(gain), "x$")
+    identity = tb.BendedModule(nn.Identity())
+    identity.trace(input=x)
+    identity.bend(tb.Scale(gain), "input$")
+    assert torch.equal(identity(x), torch.zeros(1, 1, 64))
+    identity.update("gain", 1.0)
+    ramp = identity(x)
+    assert ramp[0, 0, 0] < 0.05 and ramp[0, 0, -1] == 1.0
+    assert torch.all(ramp.diff() > 0)
+    assert (ramp.diff().abs().max() < 0.02)
+    assert torch.equal(identity(x), x)
+
+
+def test_weight_bendings_crossfade_over_ramp_calls(bended):
+    x = torch.randn(1, 1, 32)
+    gain = tb.BendingParameter("gain", 1.0, ramp=4)
+    bended.bend(tb.Scale(gain), r"b\.weight")
+    w = bended.module.b.weight.detach()
+    bended.update("gain", 0.0)
+    seen = []
+    for _ in range(5):
+        seen.append(bended._weights.current("b.weight").clone())
+        bended(x)
+    assert [round(float(s.abs().sum() / w.abs().sum()), 3) for s in seen] == [0.75, 0.5, 0.25, 0.0, 0.0]
