@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from torch.fx.node import has_side_effect
 
-__all__ = ["DecisionChanged", "FlowStep", "check_decision"]
+__all__ = ["READERS", "DecisionChanged", "FlowStep", "check_decision"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class DecisionChanged(Exception):
         self.got = got
 
 
-_READERS: dict[str, Callable[[Any], Any]] = {"bool": bool, "len": len, "int": int, "float": float}
+READERS: dict[str, Callable[[Any], Any]] = {"bool": bool, "len": len, "int": int, "float": float}
 
 
 @has_side_effect
@@ -57,6 +57,6 @@ def check_decision(value: Any, how: str, expected: Any, step: int) -> None:
 
     Inserted into graphs right after the node a data-dependent decision was read from.
     """
-    got = _READERS[how](value)
+    got = READERS[how](value)
     if got != expected:
         raise DecisionChanged(step, expected, got)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import operator
+from typing import TYPE_CHECKING, Any
 
 import torch.fx
 
@@ -10,6 +11,12 @@ if TYPE_CHECKING:
     from .tracer import BendingTracer
 
 __all__ = ["ConcreteAttribute", "ConcreteProxy"]
+
+# Attributes handed to Python as values, like a shape read by ``int``: code passes them to
+# functions that take no proxy (``torch.finfo(x.dtype)``, ``torch.iinfo``, ``device.type``).
+_CONCRETE_ATTRIBUTES = frozenset(
+    {"dtype", "device", "layout", "is_cuda", "is_cpu", "is_meta", "is_sparse", "is_quantized"}
+)
 
 
 class ConcreteProxy(torch.fx.Proxy):
@@ -21,8 +28,16 @@ class ConcreteProxy(torch.fx.Proxy):
 
     tracer: BendingTracer
 
-    def __getattr__(self, k: str) -> ConcreteAttribute:
+    def __getattr__(self, k: str) -> Any:
+        if k in _CONCRETE_ATTRIBUTES:
+            found, value = self.tracer.read_attribute(self, k)
+            if found:
+                return value
         return ConcreteAttribute(self, k)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        # ``y[i] = v`` is an in-place write torch.fx cannot record: record it as a call.
+        self.tracer.create_proxy("call_function", operator.setitem, (self, key, value), {})
 
     def __len__(self) -> int:
         return self.tracer.escape(self, "len")

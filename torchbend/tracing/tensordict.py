@@ -19,10 +19,8 @@ def is_tensordict_module(module: nn.Module) -> bool:
 
 def _steps(module: Any) -> list[Any]:
     """The ``TensorDictModule`` leaves of a (possibly nested) ``TensorDictSequential``."""
-    if (
-        type(module).__name__ == "TensorDictSequential"
-        or (hasattr(module, "module")
-        and isinstance(getattr(module, "module", None), nn.ModuleList))
+    if type(module).__name__ == "TensorDictSequential" or (
+        hasattr(module, "module") and isinstance(getattr(module, "module", None), nn.ModuleList)
     ):
         return [step for child in module.module for step in _steps(child)]
     return [module]

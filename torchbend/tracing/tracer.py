@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import importlib
 import inspect
 import linecache
 import math
@@ -19,10 +21,10 @@ from torch.overrides import TorchFunctionMode
 
 from ..errors import TracingError
 from .facts import Fact
-from .flow import FlowStep, check_decision
+from .flow import READERS, FlowStep, check_decision
 from .proxy import ConcreteAttribute, ConcreteProxy
 
-__all__ = ["BendingTracer", "TraceResult", "rebuild_object"]
+__all__ = ["BendingTracer", "TraceResult", "class_key", "rebuild_object"]
 
 _RANDOM_FACTORIES: frozenset[Callable[..., Any]] = frozenset(
     {
@@ -71,19 +73,61 @@ _DATA_SHAPED_FUNCTIONS: frozenset[Callable[..., Any]] = frozenset(
     }
 )
 _DATA_SHAPED_METHODS = frozenset(
-    {"nonzero", "masked_select", "unique", "unique_consecutive", "argwhere", "repeat_interleave",
-     "tolist", "item"}
+    {
+        "nonzero",
+        "masked_select",
+        "unique",
+        "unique_consecutive",
+        "argwhere",
+        "repeat_interleave",
+        "tolist",
+        "item",
+    }
 )
-_SHAPE_ATTRIBUTES = {"shape": "shape", "dtype": "dtype", "ndim": "ndim", "device": "device",
-                     "is_cuda": "device", "layout": "dtype", "is_sparse": "dtype"}
-_SHAPE_METHODS = {"size": "shape", "dim": "ndim", "ndimension": "ndim", "numel": "shape",
-                  "nelement": "shape", "is_floating_point": "dtype", "is_complex": "dtype",
-                  "element_size": "dtype", "get_device": "device"}
+_SHAPE_ATTRIBUTES = {
+    "shape": "shape",
+    "dtype": "dtype",
+    "ndim": "ndim",
+    "device": "device",
+    "is_cuda": "device",
+    "is_cpu": "device",
+    "is_meta": "device",
+    "layout": "dtype",
+    "is_sparse": "dtype",
+    "is_quantized": "dtype",
+}
+_SHAPE_METHODS = {
+    "size": "shape",
+    "dim": "ndim",
+    "ndimension": "ndim",
+    "numel": "shape",
+    "nelement": "shape",
+    "is_floating_point": "dtype",
+    "is_complex": "dtype",
+    "element_size": "dtype",
+    "get_device": "device",
+}
 # Static nodes computing these are pure: when nothing uses them they are dropped from graphs.
 _PURE_FUNCTIONS: frozenset[Any] = frozenset(
-    {getattr, operator.getitem, operator.gt, operator.ge, operator.lt, operator.le, operator.eq,
-     operator.ne, operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
-     operator.mod, operator.neg, operator.not_, len}
+    {
+        getattr,
+        operator.getitem,
+        operator.gt,
+        operator.ge,
+        operator.lt,
+        operator.le,
+        operator.eq,
+        operator.ne,
+        operator.add,
+        operator.sub,
+        operator.mul,
+        operator.truediv,
+        operator.floordiv,
+        operator.mod,
+        operator.neg,
+        operator.not_,
+        len,
+    }
 )
 
 _SKIPPED_FILES = (
@@ -92,11 +136,47 @@ _SKIPPED_FILES = (
 )
 
 
-def rebuild_object(cls: type, items: dict[Any, Any] | None, attributes: dict[str, Any]) -> Any:
-    """Rebuild an object of ``cls`` (a dataclass, a distribution...) from its fields."""
-    obj = cls.__new__(cls)
+# Classes of the objects graphs rebuild, by the name their nodes carry: torch.fx writes
+# arguments into generated code by ``repr``, which a class has no usable form of.
+_CLASSES: dict[str, type] = {}
+
+
+def class_key(cls: type) -> str:
+    """The name ``rebuild_object`` finds ``cls`` by (``module:qualname``)."""
+    key = f"{cls.__module__}:{cls.__qualname__}"
+    if _CLASSES.setdefault(key, cls) is not cls:  # another class of that name (a local class)
+        key = f"{key}@{id(cls):x}"
+        _CLASSES[key] = cls
+    return key
+
+
+def _find_class(key: str) -> type:
+    cls = _CLASSES.get(key)
+    if cls is None:  # a graph made in another process: import the class by its name
+        module, _, qualname = key.partition(":")
+        obj: Any = importlib.import_module(module)
+        for atom in qualname.split("."):
+            obj = getattr(obj, atom)
+        cls = _CLASSES.setdefault(key, obj)
+    return cls
+
+
+def rebuild_object(
+    cls: type | str, items: dict[Any, Any] | None, attributes: dict[str, Any]
+) -> Any:
+    """Rebuild an object of ``cls`` (a dataclass, a distribution...) from its fields.
+
+    ``cls`` is a class or its :func:`class_key`, as graphs give it.
+    """
+    if isinstance(cls, str):
+        cls = _find_class(cls)
+    obj: Any = cls.__new__(cls)  # type: ignore[call-overload]
     if items is not None:
-        dict.update(obj, items)
+        # The nearest built-in mapping's own ``__setitem__`` (an OrderedDict keeps its order
+        # apart from the dict), bypassing the class's (ModelOutput's refuses some writes).
+        mapping: Any = next(b for b in cls.__mro__ if b.__module__ in ("builtins", "collections"))
+        for key, value in items.items():
+            mapping.__setitem__(obj, key, value)
     obj.__dict__.update(attributes)
     return obj
 
@@ -142,6 +222,14 @@ def _leaves(value: Any) -> Iterator[Any]:
         yield value
 
 
+def _holds_tensor(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    return isinstance(value, (tuple, list, dict)) and any(
+        isinstance(v, torch.Tensor) for v in _leaves(value)
+    )
+
+
 def _has_proxy(value: Any) -> bool:
     return any(isinstance(v, torch.fx.Proxy) for v in _leaves(value))
 
@@ -155,6 +243,50 @@ def _is_proxied_input(value: Any) -> bool:
     if hasattr(value, "batch_size") and hasattr(value, "items"):  # TensorDict
         return True
     return any(isinstance(v, torch.Tensor) for v in _leaves(value))
+
+
+@contextlib.contextmanager
+def _restore_state(root: torch.nn.Module) -> Iterator[None]:
+    """Undo what running ``root`` on example inputs changed: buffers and random generators.
+
+    Tracing runs the module once; without this, a call that traces a new graph would update
+    batch-norm statistics and draw random numbers twice, unlike an eager call. Traced values
+    assigned to module attributes are taken back too (they would leak proxies into the module),
+    and assigning one to a buffer is an error: graphs do not record assignments.
+    """
+    modules = list(root.named_modules(remove_duplicate=False))
+    buffers = [
+        (m, f"{prefix}.{name}".lstrip("."), name, b, b.clone())
+        for prefix, m in modules
+        for name, b in m._buffers.items()
+        if b is not None
+    ]
+    attributes = [(m, dict(vars(m))) for _, m in modules]
+    assigned: list[str] = []
+    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    try:
+        with torch.random.fork_rng(devices=cuda):
+            yield
+    finally:
+        with torch.no_grad():
+            for m, qualname, name, b, saved in buffers:
+                if isinstance(m._buffers.get(name), torch.fx.Proxy):
+                    assigned.append(qualname)
+                m._buffers[name] = b
+                b.copy_(saved)
+        for m, before in attributes:
+            for key, value in list(vars(m).items()):
+                if isinstance(value, torch.fx.Proxy):
+                    if key in before:
+                        vars(m)[key] = before[key]
+                    else:
+                        del vars(m)[key]
+    if assigned:
+        raise TracingError(
+            f"{type(root).__name__} assigns traced values to its buffers {sorted(set(assigned))} "
+            "in forward: graphs do not record assignments, so their calls would not update them. "
+            "Update the buffers in place instead (self.buf.copy_(new), self.buf.add_(x))."
+        )
 
 
 class _RecordFactories(TorchFunctionMode):
@@ -191,6 +323,9 @@ class BendingTracer(torch.fx.Tracer):
     """
 
     proxy_buffer_attributes = True
+    on_value: Callable[[Node, Any], Any] | None = None
+    """Called with each node and its concrete value; returns the value tracing continues with
+    (``BendedModule`` bends activations there, so decisions see bent values)."""
 
     def __init__(self, leaves: Iterable[type | str] = ()) -> None:
         super().__init__(autowrap_modules=(math,))
@@ -207,13 +342,15 @@ class BendingTracer(torch.fx.Tracer):
 
     # -- entry point -------------------------------------------------------------------------
 
-    def trace_method(self, root: torch.nn.Module, method: str, inputs: dict[str, Any]) -> TraceResult:
+    def trace_method(
+        self, root: torch.nn.Module, method: str, inputs: dict[str, Any]
+    ) -> TraceResult:
         """Trace ``root.<method>`` on ``inputs`` (a mapping of argument name to value)."""
         self.traced_func_name = method
         self._inputs = inputs
         self._steps, self._facts, self._constants = [], set(), {}
         self._concrete_inputs, self._runtime_guards = [], 0
-        with _RecordFactories(self):
+        with _restore_state(root), _RecordFactories(self):
             graph = self.trace(root)
         outputs = self._finalize(graph)
         return TraceResult(
@@ -227,6 +364,63 @@ class BendingTracer(torch.fx.Tracer):
         )
 
     # -- torch.fx hooks ----------------------------------------------------------------------
+
+    def create_args_for_root(
+        self,
+        root_fn: Callable[..., Any],
+        is_module: bool,
+        concrete_args: dict[str, Any] | tuple[Any, ...] | None = None,
+    ) -> tuple[Any, list[Any]]:
+        # torch.fx rewrites the code of a method taking ``*args``/``**kwargs`` to take them
+        # positionally, which scrambles the locals of a decorated method's ``(*args, **kwargs)``
+        # wrapper (``functools.wraps``, as transformers does), and flattens container inputs
+        # into a pytree signature. Every input has a concrete value here, so make one placeholder
+        # per parameter (in torch.fx's order) and call the method as a user would.
+        if concrete_args is not None:
+            return super().create_args_for_root(root_fn, is_module, concrete_args)
+        inner = inspect.unwrap(root_fn)
+        params = list(inspect.signature(inner).parameters.values())[1 if is_module else 0 :]
+        order: dict[Any, int] = {
+            inspect.Parameter.VAR_POSITIONAL: 2,
+            inspect.Parameter.VAR_KEYWORD: 3,
+            inspect.Parameter.KEYWORD_ONLY: 1,
+        }
+        params.sort(key=lambda p: order.get(p.kind, 0))
+        annotations = getattr(inner, "__annotations__", {})
+        values = []
+        for p in params:
+            stars: dict[Any, str] = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}
+            star = stars.get(p.kind, "")
+            default = () if p.default is p.empty or star else (p.default,)
+            values.append(
+                self.create_proxy(
+                    "placeholder", star + p.name, default, {}, type_expr=annotations.get(p.name)
+                )
+            )
+
+        # Wrappers often read their arguments by name: pass them so, unless ``*args`` is used.
+        by_name = inner is not root_fn
+
+        def call(*args: Any) -> Any:
+            head, rest = args[: len(args) - len(params)], args[len(args) - len(params) :]
+            varargs = any(p.kind is p.VAR_POSITIONAL and v for p, v in zip(params, rest))
+            positional: list[Any] = []
+            named: dict[str, Any] = {}
+            for p, value in zip(params, rest):
+                if p.kind is p.VAR_POSITIONAL:
+                    positional.extend(value)
+                elif p.kind is p.VAR_KEYWORD:
+                    named.update(value)
+                elif p.kind is p.POSITIONAL_ONLY or (
+                    p.kind is p.POSITIONAL_OR_KEYWORD and (varargs or not by_name)
+                ):
+                    positional.append(value)
+                else:
+                    named[p.name] = value
+            return root_fn(*head, *positional, **named)
+
+        call.__wrapped__ = root_fn  # type: ignore[attr-defined]
+        return call, [*([self.root] if is_module else []), *values]
 
     def proxy(self, node: Node) -> torch.fx.Proxy:
         return ConcreteProxy(node, self)
@@ -285,6 +479,8 @@ class BendingTracer(torch.fx.Tracer):
         if kind == "output":
             return proxy
         value = self._execute(node, kind, target, args, kwargs)
+        if self.on_value is not None:
+            value = self.on_value(node, value)
         self._annotate(node, kind, target, args, value)
         return proxy
 
@@ -298,12 +494,27 @@ class BendingTracer(torch.fx.Tracer):
         if not hasattr(value, "__getitem__"):
             obj = self.create_proxy("call_function", list, (obj,), {})
         n = self._decide(obj, "len", "loop")
-        return iter([obj[i] for i in range(n)])
+        return iter([obj[i] for i in range(n)])  # type: ignore[index]  # Proxy defines __getitem__
 
     def keys(self, obj: torch.fx.Proxy) -> Any:
         return self._decide_keys(obj)
 
     # -- concrete values ---------------------------------------------------------------------
+
+    def read_attribute(self, proxy: torch.fx.Proxy, attr: str) -> tuple[bool, Any]:
+        """Read ``proxy.<attr>`` (a dtype, a device) as a value fixed by the input signature.
+
+        Returns ``(False, None)`` when the concrete value has no such attribute. The dtypes or
+        devices of all tensor inputs become facts the graph is guarded by.
+        """
+        value = self.value_of(proxy)
+        if not hasattr(value, attr):
+            return False, None
+        what = "device" if _SHAPE_ATTRIBUTES.get(attr) == "device" else "dtype"
+        self._facts.update(
+            (name, what, None) for name, v in self._inputs.items() if isinstance(v, torch.Tensor)
+        )
+        return True, getattr(value, attr)
 
     def value_of(self, proxy: torch.fx.Proxy) -> Any:
         """The concrete value of ``proxy`` on the example inputs."""
@@ -322,36 +533,53 @@ class BendingTracer(torch.fx.Tracer):
         elif node.args:
             value = node.args[0]
         else:
-            value = () if str(node.target).startswith("*") and not str(node.target).startswith("**") else {}
+            value = (
+                ()
+                if str(node.target).startswith("*") and not str(node.target).startswith("**")
+                else {}
+            )
+        if self.on_value is not None and isinstance(value, torch.Tensor):
+            value = self.on_value(node, value)
         node.meta["tb_value"] = value
         if not _is_proxied_input(value):
+            # ``*args``/``**kwargs`` left empty are no input of the call: nothing to guard.
+            deps = frozenset({(name, "value", None)}) if name in self._inputs else frozenset()
             self._concrete_inputs.append(name)
-            self._facts.add((name, "value", None))
-            node.meta.update(tb_static=True, tb_deps=frozenset({(name, "value", None)}),
-                             tb_shape_deps=frozenset())
+            self._facts.update(deps)
+            node.meta.update(tb_static=True, tb_deps=deps, tb_shape_deps=frozenset())
             return value
         if isinstance(value, torch.Tensor):
-            node.meta.update(tb_static=False, tb_deps=frozenset(),
-                             tb_shape_deps=frozenset({(name, "shape", None)}), tb_input=name)
+            node.meta.update(
+                tb_static=False,
+                tb_deps=frozenset(),
+                tb_shape_deps=frozenset({(name, "shape", None)}),
+                tb_input=name,
+            )
         elif isinstance(value, (int, float)):
-            node.meta.update(tb_static=True, tb_deps=frozenset({(name, "value", None)}),
-                             tb_shape_deps=frozenset())
+            node.meta.update(
+                tb_static=True,
+                tb_deps=frozenset({(name, "value", None)}),
+                tb_shape_deps=frozenset(),
+            )
         else:
-            node.meta.update(tb_static=False, tb_deps=frozenset(),
-                             tb_shape_deps=frozenset({(name, "sig", None)}))
+            node.meta.update(
+                tb_static=False, tb_deps=frozenset(), tb_shape_deps=frozenset({(name, "sig", None)})
+            )
         return proxy
 
     def _execute(self, node: Node, kind: str, target: Any, args: Any, kwargs: Any) -> Any:
-        if kind == "get_attr":
-            if target in self._constants:
-                return self._constants[target]
-            obj: Any = self.root
-            for atom in str(target).split("."):
-                obj = getattr(obj, atom)
-            return obj
+        if target in self._constants and kind == "get_attr":
+            return self._constants[target]
         cargs, ckwargs = self._concrete(args), self._concrete(kwargs)
+        # While executing, module attributes read through torch.fx's patched ``__getattr__``
+        # are plain values again (else reading a parameter would trace its read anew).
         self.executing += 1
         try:
+            if kind == "get_attr":
+                obj: Any = self.root
+                for atom in str(target).split("."):
+                    obj = getattr(obj, atom)
+                return obj
             if kind == "call_function":
                 return target(*cargs, **ckwargs)
             if kind == "call_method":
@@ -389,7 +617,16 @@ class BendingTracer(torch.fx.Tracer):
                 if target == "size" and len(args) > 1 and isinstance(args[1], int):
                     index = args[1]
                 deps = frozenset({(first["tb_input"], shape_kind, index)})
-            node.meta.update(tb_static=True, tb_deps=deps, tb_shape_deps=frozenset())
+            # The length of a shape (what ``len`` and unpacking read) is the number of dims.
+            length_deps = frozenset(
+                (name, "ndim", None) if what == "shape" else (name, what, index)
+                for name, what, index in (
+                    {(first["tb_input"], "shape", None)}
+                    if "tb_input" in first
+                    else first["tb_shape_deps"]
+                )
+            )
+            node.meta.update(tb_static=True, tb_deps=deps, tb_shape_deps=length_deps)
             if shape_kind == "shape" and isinstance(value, torch.Size) and "tb_input" in first:
                 node.meta["tb_shape_of"] = first["tb_input"]
             return
@@ -408,11 +645,17 @@ class BendingTracer(torch.fx.Tracer):
         static = not random and all(m.get("tb_static", False) for m in metas)
         deps = frozenset().union(*(m.get("tb_deps", frozenset()) for m in metas))
         shape_deps: frozenset[Fact] | None = frozenset()
+        makes_tensors = _holds_tensor(value)
         for p, m in zip(proxies, metas):
             v = m.get("tb_value")
-            own = m.get("tb_shape_deps") if isinstance(v, (torch.Tensor, list, tuple, dict)) else (
-                m.get("tb_deps") if m.get("tb_static") else None
-            )
+            if _holds_tensor(v):
+                own = m.get("tb_shape_deps")
+            elif not m.get("tb_static"):
+                own = None
+            elif isinstance(v, (tuple, list)) and not makes_tensors:
+                own = m.get("tb_shape_deps")  # a sequence's length shapes sequences made of it
+            else:
+                own = m.get("tb_deps")  # sizes and numbers shape tensors by their values
             if own is None or shape_deps is None:
                 shape_deps = None
             else:
@@ -429,8 +672,18 @@ class BendingTracer(torch.fx.Tracer):
             kind == "call_method" and target in _DATA_SHAPED_METHODS
         ):
             shape_deps = None
-        node.meta.update(tb_static=static, tb_deps=deps if static else frozenset(),
-                         tb_shape_deps=shape_deps)
+        node.meta.update(
+            tb_static=static, tb_deps=deps if static else frozenset(), tb_shape_deps=shape_deps
+        )
+        in_place = (kind == "call_function" and target is operator.setitem) or (
+            kind == "call_method" and target.endswith("_") and not target.startswith("_")
+        )
+        if in_place and isinstance(args[0], torch.fx.Proxy):
+            # The mutated tensor now holds what was written into it: a value fixed by the
+            # signature before may depend on data (or on random draws) now.
+            target_meta = args[0].node.meta
+            target_meta["tb_static"] = static and target_meta.get("tb_static", False)
+            target_meta["tb_deps"] = deps if target_meta["tb_static"] else frozenset()
 
     # -- decisions ---------------------------------------------------------------------------
 
@@ -443,7 +696,7 @@ class BendingTracer(torch.fx.Tracer):
     def _decide(self, proxy: torch.fx.Proxy, how: str, kind: str) -> Any:
         node = proxy.node
         value = node.meta["tb_value"]
-        got = {"bool": bool, "len": len, "int": int, "float": float}[how](value)
+        got = READERS[how](value)
         if how == "len":
             deps = node.meta.get("tb_shape_deps")
             if "tb_input" in node.meta:
@@ -460,8 +713,13 @@ class BendingTracer(torch.fx.Tracer):
         else:
             checked = "runtime"
             guard = self.create_node("call_function", check_decision, (node, how, got, index), {})
-            guard.meta.update(tb_value=None, tb_static=True, tb_deps=frozenset(),
-                              tb_shape_deps=frozenset(), tb_guard=True)
+            guard.meta.update(
+                tb_value=None,
+                tb_static=True,
+                tb_deps=frozenset(),
+                tb_shape_deps=frozenset(),
+                tb_guard=True,
+            )
             self._runtime_guards += 1
         self._steps.append(FlowStep(kind, node.name, got, file, function, checked))
         return got
@@ -486,22 +744,26 @@ class BendingTracer(torch.fx.Tracer):
         name = f"_tb_constant{len(self._constants)}"
         self._constants[name] = tensor
         node = self.create_node("get_attr", name, (), {})
-        node.meta.update(tb_value=tensor, tb_static=True, tb_deps=frozenset(),
-                         tb_shape_deps=frozenset())
+        node.meta.update(
+            tb_value=tensor, tb_static=True, tb_deps=frozenset(), tb_shape_deps=frozenset()
+        )
         return node
 
     def _rebuild(self, obj: Any, items: dict[Any, Any] | None) -> Argument:
         attributes = dict(vars(obj))
         if dataclasses.is_dataclass(obj) and items is None:
-            attributes = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)} | attributes
-        proxy = self.create_proxy("call_function", rebuild_object, (type(obj), items, attributes), {})
+            attributes = {
+                f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)
+            } | attributes
+        args = (class_key(type(obj)), items, attributes)
+        proxy = self.create_proxy("call_function", rebuild_object, args, {})
         return proxy.node
 
     # -- after tracing -------------------------------------------------------------------------
 
     def _finalize(self, graph: torch.fx.Graph) -> Any:
         output = next(n for n in reversed(graph.nodes) if n.op == "output")
-        outputs = torch.fx.node.map_arg(output.args[0], lambda n: n.meta.get("tb_value"))
+        outputs = _output_value(output.args[0])
         for node in reversed(list(graph.nodes)):
             if (
                 not node.users
@@ -526,11 +788,28 @@ class BendingTracer(torch.fx.Tracer):
         return outputs
 
 
+def _output_value(arg: Any) -> Any:
+    """The concrete value of an output argument, in the plain containers the graph returns
+    (torch.fx stores node arguments in immutable lists and dicts)."""
+    if isinstance(arg, Node):
+        return arg.meta.get("tb_value")
+    if isinstance(arg, tuple):
+        values = [_output_value(a) for a in arg]
+        return type(arg)(*values) if hasattr(arg, "_fields") else tuple(values)
+    if isinstance(arg, list):
+        return [_output_value(a) for a in arg]
+    if isinstance(arg, dict):
+        return {k: _output_value(v) for k, v in arg.items()}
+    return arg
+
+
 def describe_shape(value: Any) -> Any:
     """The shape of a tensor, or the nested shapes of a tuple of tensors."""
     if isinstance(value, torch.Tensor):
         return value.shape
-    if isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in _leaves(value)):
+    if isinstance(value, (tuple, list)) and any(
+        isinstance(v, torch.Tensor) for v in _leaves(value)
+    ):
         return tuple(describe_shape(v) for v in value)
     return None
 
@@ -538,6 +817,8 @@ def describe_shape(value: Any) -> Any:
 def describe_dtype(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.dtype
-    if isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in _leaves(value)):
+    if isinstance(value, (tuple, list)) and any(
+        isinstance(v, torch.Tensor) for v in _leaves(value)
+    ):
         return tuple(describe_dtype(v) for v in value)
     return None
