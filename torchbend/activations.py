@@ -14,6 +14,7 @@ def _copy(
     graph: torch.fx.Graph, with_output: bool = False
 ) -> tuple[torch.fx.Graph, dict[str, torch.fx.Node]]:
     new = torch.fx.Graph()
+    new._codegen = graph._codegen
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     out = new.graph_copy(graph, env)
     if with_output:

@@ -115,7 +115,7 @@ class BendedModule(nn.Module):
         self._weights = WeightBank(module)
         self._methods: dict[str, Method] = {}
         self._bendings: list[Bending] = []
-        self._version = WeightBank.ORIGINAL
+        self._active_version = WeightBank.ORIGINAL
         self._ramping: dict[str, BendingParameter] = {}
         self._fades: dict[str, tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]] = {}
 
@@ -138,8 +138,13 @@ class BendedModule(nn.Module):
         graph as well.
         """
         method = self._method(fn)
-        bound = method.signature.bind((), inputs)
-        entry, result = self._trace_entry(method, bound)
+        try:
+            bound = method.signature.bind((), inputs)
+            entry, result = self._trace_entry(method, bound)
+        except Exception:
+            if not method.entries:
+                del self._methods[fn]
+            raise
         method.current = entry
         if return_out or _return_out:
             return entry.graph, result.outputs
@@ -519,7 +524,12 @@ class BendedModule(nn.Module):
             raise BendingError("no Capture is bent into this model: bend tb.Capture() first")
         for cb in captures:
             cb.capture()
-        return _Restore(lambda: [cb.stop() for cb in captures] and None)
+
+        def stop() -> None:
+            for cb in captures:
+                cb.stop()
+
+        return _Restore(stop)
 
     # -- controls --------------------------------------------------------------------------------
 
@@ -575,7 +585,7 @@ class BendedModule(nn.Module):
     def _fade_weights(self, control: BendingParameter) -> None:
         before, after = self._fades[control.name]
         k = min(control._step + 1, control.ramp) / control.ramp
-        mixed = dict(self._weights.bent)
+        mixed: dict[str, torch.Tensor] = dict(self._weights.bent)
         for w in before:
             mixed[w] = torch.lerp(before[w].detach(), after[w].detach(), k)
         self._weights.set(mixed)
@@ -599,7 +609,7 @@ class BendedModule(nn.Module):
     @property
     def version(self) -> str:
         """Name of the weights version bendings apply to (``"original"`` by default)."""
-        return self._version
+        return self._active_version
 
     @property
     def versions(self) -> list[str]:
@@ -649,14 +659,14 @@ class BendedModule(nn.Module):
         """Apply bendings to version ``version``; as a context manager, switch back after."""
         if version not in self.versions:
             raise BendingError(f"no version {version!r}; versions: {self.versions}")
-        previous = (self._version, dict(self._weights.base))
-        self._version = version
+        previous = (self._active_version, dict(self._weights.base))
+        self._active_version = version
         base = {} if version == WeightBank.ORIGINAL else self._weights.versions[version]
         self._rebase(base)
         return _Restore(lambda: self._restore_version(*previous))
 
     def _restore_version(self, version: str, base: dict[str, torch.Tensor]) -> None:
-        self._version = version
+        self._active_version = version
         self._rebase(base)
 
     def interpolate(self, original: float | None = None, /, **weights: float) -> _Restore:
@@ -673,7 +683,7 @@ class BendedModule(nn.Module):
         total = sum(weights.values())
         if total == 0:
             raise BendingError(f"interpolate() weights sum to 0: {weights}")
-        previous = (self._version, dict(self._weights.base))
+        previous = (self._active_version, dict(self._weights.base))
         mix: dict[str, torch.Tensor] = {}
         for version, w in weights.items():
             for name, t in self._weights.version_weights(version).items():

@@ -41,7 +41,9 @@ class BendingConfig:
 
     Example:
         >>> import torchbend as tb
-        >>> config = tb.BendingConfig((tb.Scale(2.), "conv$"), (tb.Mask(0.5, seed=0), "lin.*", "out$"))
+        >>> config = tb.BendingConfig(
+        ...     (tb.Scale(2.), "conv$"), (tb.Mask(0.5, seed=0), "lin.*", "out$")
+        ... )
         >>> len(config), config.items[1].patterns
         (2, ('lin.*', 'out$'))
 
@@ -140,7 +142,9 @@ class BendingConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "the configuration") -> BendingConfig:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise BendingError(f"{source} is not a torchbend bending configuration (no format: {FORMAT!r})")
+            raise BendingError(
+                f"{source} is not a torchbend bending configuration (no format: {FORMAT!r})"
+            )
         if data.get("version") != VERSION:
             raise BendingError(
                 f"{source} has format version {data.get('version')!r}; this torchbend reads "
@@ -191,7 +195,10 @@ def _control_dict(c: BendingParameter) -> dict[str, Any]:
 def _control_from_dict(d: dict[str, Any]) -> BendingParameter:
     rng = d.get("range")
     return BendingParameter(
-        d["name"], d["value"], None if rng is None else tuple(rng), d.get("clamp", False),
+        d["name"],
+        d["value"],
+        None if rng is None else tuple(rng),
+        d.get("clamp", False),
         d.get("ramp", 0),
     )
 
@@ -271,5 +278,6 @@ def _callback_from_dict(
     try:
         return cls(**args)
     except TypeError as e:
-        raise BendingError(f"{where}: {name} does not take these arguments {sorted(args)}: {e}") from None
-
+        raise BendingError(
+            f"{where}: {name} does not take these arguments {sorted(args)}: {e}"
+        ) from None

@@ -44,7 +44,7 @@ class BendingParameter(nn.Module):
         self,
         name: str,
         value: Number,
-        range: tuple[Number, Number] | None = None,  # noqa: A002 - the documented name
+        range: tuple[Number, Number] | None = None,
         clamp: bool = False,
         ramp: int = 0,
     ) -> None:

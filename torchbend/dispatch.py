@@ -18,9 +18,7 @@ __all__ = ["Entry", "Method", "Signature", "clone_inputs"]
 class Signature:
     """Binds call arguments of a method to its parameter names, quickly."""
 
-    def __init__(
-        self, owner: str, method: str, fn: Callable[..., Any] | inspect.Signature
-    ) -> None:
+    def __init__(self, owner: str, method: str, fn: Callable[..., Any] | inspect.Signature) -> None:
         sig = fn if isinstance(fn, inspect.Signature) else inspect.signature(fn)
         self.text = f"{owner}.{method}{sig}"
         params = list(sig.parameters.values())

@@ -45,6 +45,7 @@ def _slot_name(node: str) -> str:
 def bent_graph(graph: torch.fx.Graph, targets: Mapping[str, Any]) -> torch.fx.Graph:
     """Copy ``graph`` and route every node named in ``targets`` through its slot."""
     new = torch.fx.Graph()
+    new._codegen = graph._codegen  # keeps the calling convention (pytree in/out) of the trace
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     out = new.graph_copy(graph, env)
     new.output(out)
