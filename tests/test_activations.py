@@ -55,7 +55,9 @@ def test_from_activations_decodes_an_edited_latent(ae):
 
 def test_saved_derived_method_is_bent_like_its_source():
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv1d(1, 4, 4, stride=4), nn.Tanh(), nn.ConvTranspose1d(4, 1, 4, stride=4))
+    model = nn.Sequential(
+        nn.Conv1d(1, 4, 4, stride=4), nn.Tanh(), nn.ConvTranspose1d(4, 1, 4, stride=4)
+    )
     x = torch.randn(1, 1, 32)
     bended = tb.BendedModule(model)
     bended.trace(input=x)
@@ -87,7 +89,9 @@ def test_capture_records_while_capturing_and_mixes_back(ae, tmp_path):
     assert torch.equal(loaded["forward:tanh"], captured)
     bended.reset()
     bended.bend(tb.InterpolationFromCapture(capture, weight=1.0, index=0), "tanh$")
-    assert torch.allclose(bended.get_activations("tanh$", x=b)["tanh"], captured[0:1].expand(3, 4, 8))
+    assert torch.allclose(
+        bended.get_activations("tanh$", x=b)["tanh"], captured[0:1].expand(3, 4, 8)
+    )
     bended.reset()
     bended.bend(tb.InterpolateActivation({"tanh": torch.zeros(1, 4, 8)}, weight=0.5), "tanh$")
     assert torch.allclose(bended.get_activations("tanh$", x=a)["tanh"], torch.tanh(ae.enc(a)) / 2)

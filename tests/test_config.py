@@ -68,7 +68,7 @@ def test_build_by_hand_bind_and_concatenate():
 
 
 def test_bad_configs(tmp_path):
-    with pytest.raises(tb.BendingError, match="takes \\(callback, pattern"):
+    with pytest.raises(tb.BendingError, match=r"takes \(callback, pattern"):
         tb.BendingConfig(tb.Scale(2.0))
     with pytest.raises(tb.BendingError, match="must be a BendingCallback"):
         tb.BendingConfig(("Scale", "conv"))
@@ -92,15 +92,21 @@ def test_bad_configs(tmp_path):
         tb.BendingConfig.load(bad)
     good["bendings"][0]["callback"] = {"class": "os:system", "args": {}}
     bad.write_text(json.dumps(good))
-    with pytest.raises(tb.BendingError, match="not a bending callback|BendingCallback"):
+    with pytest.raises(tb.BendingError, match=r"not a bending callback|BendingCallback"):
         tb.BendingConfig.load(bad)
+    good["bendings"][0]["callback"] = {"class": "Scale", "args": {"scale": 2.0}}
     del good["bendings"][0]["patterns"]
     bad.write_text(json.dumps(good))
     with pytest.raises(tb.BendingError, match="malformed"):
         tb.BendingConfig.load(bad)
 
 
+def test_unseeded_stochastic_callbacks_warn_on_save(tmp_path):
+    with pytest.warns(UserWarning, match="seed"):
+        tb.BendingConfig((tb.Mask(0.5), "conv$")).save(tmp_path / "m.json")
+
+
 def test_unsaveable_callbacks_say_why(tmp_path):
     config = tb.BendingConfig((tb.Lambda(lambda x: x), "conv$"))
-    with pytest.raises(tb.BendingError, match="cannot be saved|defined in a script"):
+    with pytest.raises(tb.BendingError, match=r"cannot be saved|defined in a script"):
         config.save(tmp_path / "x.json")

@@ -82,7 +82,9 @@ def test_one_knob_drives_several_callbacks(bended):
     assert list(bended.controllables) == ["p"]
     bended.update("p", 0.25)
     m = bended.module
-    expected = nn.functional.conv1d(torch.relu(m.a(x) * 0.75), m.b.weight * 0.5, m.b.bias, padding=1)
+    expected = nn.functional.conv1d(
+        torch.relu(m.a(x) * 0.75), m.b.weight * 0.5, m.b.bias, padding=1
+    )
     assert torch.allclose(bended(x), expected, atol=1e-6)
 
 
@@ -106,7 +108,9 @@ def test_weight_bendings_are_recomputed_only_for_their_weights(bended):
 
 def test_update_errors(bended):
     bended.bend(tb.Scale(tb.BendingParameter("gain", 1.0, range=(0.0, 2.0))), "a$")
-    with pytest.raises(tb.BendingError, match=r"no control named 'gian'; known controls: \['gain'\]"):
+    with pytest.raises(
+        tb.BendingError, match=r"no control named 'gian'; known controls: \['gain'\]"
+    ):
         bended.update("gian", 1.0)
     with pytest.raises(tb.BendingError, match="out of its range"):
         bended.update("gain", 3.0)
@@ -142,7 +146,7 @@ def test_ramped_control_spreads_a_jump_over_the_block(bended):
     ramp = identity(x)
     assert ramp[0, 0, 0] < 0.05 and ramp[0, 0, -1] == 1.0
     assert torch.all(ramp.diff() > 0)
-    assert (ramp.diff().abs().max() < 0.02)
+    assert ramp.diff().abs().max() < 0.02
     assert torch.equal(identity(x), x)
 
 
@@ -156,4 +160,10 @@ def test_weight_bendings_crossfade_over_ramp_calls(bended):
     for _ in range(5):
         seen.append(bended._weights.current("b.weight").clone())
         bended(x)
-    assert [round(float(s.abs().sum() / w.abs().sum()), 3) for s in seen] == [0.75, 0.5, 0.25, 0.0, 0.0]
+    assert [round(float(s.abs().sum() / w.abs().sum()), 3) for s in seen] == [
+        0.75,
+        0.5,
+        0.25,
+        0.0,
+        0.0,
+    ]

@@ -43,5 +43,7 @@ def test_empty_slot_is_identity_and_callbacks_run_in_order():
     slot = ActivationSlot("forward:a", [tb.Bias(1.0), tb.Scale(3.0)])
     gm = build_graph_module(result.graph, net, result.constants, {"a": slot}, "G")
     assert torch.allclose(gm(x), (net.a(x) + 1) * 3 * 2)
-    empty = build_graph_module(result.graph, net, result.constants, {"a": ActivationSlot("a", [])}, "G")
+    empty = build_graph_module(
+        result.graph, net, result.constants, {"a": ActivationSlot("a", [])}, "G"
+    )
     assert torch.equal(empty(x), net(x))

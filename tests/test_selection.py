@@ -26,7 +26,9 @@ def test_dollar_selects_activations_only():
 def test_scoped_pattern_and_fn():
     assert select(["encode:enc_0$"], WEIGHTS, ACTS).keys() == ["encode:enc_0"]
     assert select(["enc"], WEIGHTS, ACTS, fn="encode").keys() == [
-        "enc.0.weight", "enc.0.bias", "encode:enc_0"
+        "enc.0.weight",
+        "enc.0.bias",
+        "encode:enc_0",
     ]
 
 

@@ -34,7 +34,9 @@ def test_write_set_version_and_context():
     assert torch.equal(bended(x), halved)
     bended.bend(tb.Scale(2.0), r"0\.weight")
     assert torch.allclose(bended(x), plain)
-    with pytest.raises(tb.BendingError, match=r"no version 'twice'; versions: \['original', 'half'\]"):
+    with pytest.raises(
+        tb.BendingError, match=r"no version 'twice'; versions: \['original', 'half'\]"
+    ):
         bended.set_version("twice")
 
 
@@ -61,7 +63,9 @@ def test_create_version_with_mismatched_keys_lists_them():
     state = model(1).state_dict()
     state["extra.weight"] = torch.zeros(1)
     del state["2.bias"]
-    with pytest.raises(tb.BendingError, match=r"missing \['2.bias'\], unexpected \['extra.weight'\]"):
+    with pytest.raises(
+        tb.BendingError, match=r"missing \['2.bias'\], unexpected \['extra.weight'\]"
+    ):
         bended.create_version("bad", state)
     bended.create_version("partial", {"0.weight": torch.zeros(3, 3)}, strict=False)
     bad_shape = {**model(1).state_dict(), "0.weight": torch.zeros(2, 2)}

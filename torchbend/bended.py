@@ -117,6 +117,7 @@ class BendedModule(nn.Module):
         self._bendings: list[Bending] = []
         self._active_version = WeightBank.ORIGINAL
         self._ramping: dict[str, BendingParameter] = {}
+        self._control_map: dict[str, tuple[BendingParameter, list[Bending]]] | None = None
         self._fades: dict[str, tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]] = {}
 
     # -- tracing ---------------------------------------------------------------------------------
@@ -337,6 +338,7 @@ class BendedModule(nn.Module):
             w = self._weights.original(name)
             callback.register(name, w.shape, w.dtype, w.device)
         self._bendings.append(bending)
+        self._control_map = None
         if not any(cb is callback for cb in self.callbacks):
             self.callbacks.append(callback)
         for method in self._methods.values():
@@ -536,11 +538,17 @@ class BendedModule(nn.Module):
     @property
     def controllables(self) -> dict[str, BendingParameter]:
         """The named controls of the bendings applied, by name."""
-        found: dict[str, BendingParameter] = {}
-        for b in self._bendings:
-            for control in b.callback.controls():
-                found.setdefault(control.name, control)
-        return found
+        return {name: control for name, (control, _) in self._controls().items()}
+
+    def _controls(self) -> dict[str, tuple[BendingParameter, list[Bending]]]:
+        """Each control with the bendings that read it (cached until bendings change)."""
+        if self._control_map is None:
+            found: dict[str, tuple[BendingParameter, list[Bending]]] = {}
+            for b in self._bendings:
+                for control in b.callback.controls():
+                    found.setdefault(control.name, (control, []))[1].append(b)
+            self._control_map = found
+        return self._control_map
 
     def _check_controls(self, callback: BendingCallback) -> None:
         known = self.controllables
@@ -558,20 +566,19 @@ class BendedModule(nn.Module):
         weight bendings that depend on the control are recomputed once, only for the weights
         they bend (crossfaded over ``ramp`` calls if the control has a ramp).
         """
-        controls = self.controllables
-        control = controls.get(name)
-        if control is None:
+        controls = self._controls()
+        if name not in controls:
             hint = closest(name, controls)
             raise BendingError(
                 f"no control named {name!r}; known controls: {sorted(controls) or 'none'}"
                 + (f" (did you mean {hint[0]!r}?)" if hint else "")
             )
+        control, readers = controls[name]
         control.set(value)
         weights: list[str] = []
-        for b in self._bendings:
-            if any(c is control for c in b.callback.controls()):
-                b.callback.control_changed()
-                weights += [w for w in b.weights if w not in weights]
+        for b in readers:
+            b.callback.control_changed()
+            weights += [w for w in b.weights if w not in weights]
         if control.ramping():
             self._ramping[name] = control
         if weights:
@@ -701,6 +708,7 @@ class BendedModule(nn.Module):
         """Remove every bending: outputs are again those of the active version (the wrapped
         module's own by default), bit for bit."""
         self._bendings.clear()
+        self._control_map = None
         self._ramping.clear()
         self._fades.clear()
         self.callbacks = nn.ModuleList()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,7 +242,14 @@ def _callback_dict(cb: BendingCallback) -> dict[str, Any]:
     if isinstance(cb, Chain):
         return {"class": "Chain", "args": {"callbacks": [_callback_dict(c) for c in cb.chained()]}}
     name = _class_name(cb)
-    args = {k: _encode(v, f"{name}.{k}") for k, v in cb.arguments().items()}
+    arguments = cb.arguments()
+    if "seed" in arguments and arguments["seed"] is None:
+        warnings.warn(
+            f"{cb!r} has no seed: it draws from torch's global generator, so a config loaded "
+            "from this file will not draw the same values; give it seed=<int>",
+            stacklevel=3,
+        )
+    args = {k: _encode(v, f"{name}.{k}") for k, v in arguments.items()}
     return {"class": name, "args": args}
 
 

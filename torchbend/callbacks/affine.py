@@ -2,28 +2,49 @@
 
 from __future__ import annotations
 
-import math
+from typing import ClassVar
 
 import torch
 
-from ..errors import BendingError
+from .args import Control, check_number, non_default_arguments
 from .base import BendingCallback
 
 __all__ = ["Affine", "Bias", "Scale"]
 
+# Every callback reads its numeric arguments in ``bend`` in two ways. Eagerly through
+# ``self.along(arg, x)``, which gives a number, or a tensor spreading a control's ramp along the
+# last (time) axis; when scripted, as the plain number the callback was built with
+# (``torch.jit.annotate`` tells TorchScript its type): TorchScript does not compile the branch
+# that ``torch.jit.is_scripting()`` rules out, and could not read a live control anyway. The
+# public properties read through ``self.value``, which TorchScript cannot compile either, so
+# they are listed in ``__jit_unused_properties__``.
 
-def _finite(owner: str, arg: str, value: float) -> float:
-    value = float(value)
-    if not math.isfinite(value):
-        raise BendingError(f"{owner}: {arg} must be a finite number, got {value}")
-    return value
+
+def add(x: torch.Tensor, bias: float | torch.Tensor) -> torch.Tensor:
+    """``x + bias``, exactly ``x`` when ``bias`` is the number 0."""
+    if isinstance(bias, torch.Tensor):
+        return x + bias
+    # Short-circuit rather than add 0.: -0.0 + 0.0 is +0.0, and the identity must be exact.
+    if bias == 0.0:
+        return x
+    return x + bias
+
+
+def multiply(x: torch.Tensor, scale: float | torch.Tensor) -> torch.Tensor:
+    """``x * scale``, exactly ``x`` when ``scale`` is the number 1."""
+    if isinstance(scale, torch.Tensor):
+        return x * scale
+    if scale == 1.0:
+        return x
+    return x * scale
 
 
 class Bias(BendingCallback):
     """Add a constant to the target: ``x + bias``.
 
     Args:
-        bias: the constant added, in the target's own units. ``0`` is the identity.
+        bias: the constant added, in the target's own units. ``0`` is the identity. May be a
+            control; while it ramps, activations get the change spread along their last axis.
 
     Shape:
         - Input: any.
@@ -36,31 +57,37 @@ class Bias(BendingCallback):
         tensor([1.5000, 1.5000])
     """
 
-    def __init__(self, bias: float = 0.0) -> None:
+    __jit_unused_properties__: ClassVar[list[str]] = ["bias"]
+
+    def __init__(self, bias: float | Control = 0.0) -> None:
         super().__init__()
-        self._bias = _finite("Bias", "bias", bias)
+        self.number("bias", bias, check_number("Bias", "bias"))
 
     @property
     def bias(self) -> float:
-        """The constant added to the target."""
-        return self._bias
+        """The constant added to the target (a control's current value)."""
+        return self.value("bias")
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        bias = self.bias
-        # Short-circuit rather than add 0.: -0.0 + 0.0 is +0.0, and the identity must be exact.
-        if bias == 0.0:
-            return x
-        return x + bias
+        if torch.jit.is_scripting():
+            bias = torch.jit.annotate(float, self._bias)
+        else:
+            bias = self.along("bias", x)
+        return add(x, bias)
+
+    def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        return add(weight, self.bias)
 
     def extra_repr(self) -> str:
-        return f"bias={self.bias}" if self.bias != 0.0 else ""
+        return non_default_arguments(self)
 
 
 class Scale(BendingCallback):
     """Multiply the target by a constant: ``x * scale``.
 
     Args:
-        scale: the factor (unitless). ``1`` is the identity, ``-1`` flips the sign.
+        scale: the factor (unitless). ``1`` is the identity, ``-1`` flips the sign. May be a
+            control; while it ramps, activations get the change spread along their last axis.
 
     Shape:
         - Input: any.
@@ -73,23 +100,29 @@ class Scale(BendingCallback):
         tensor([2., 2.])
     """
 
-    def __init__(self, scale: float = 1.0) -> None:
+    __jit_unused_properties__: ClassVar[list[str]] = ["scale"]
+
+    def __init__(self, scale: float | Control = 1.0) -> None:
         super().__init__()
-        self._scale = _finite("Scale", "scale", scale)
+        self.number("scale", scale, check_number("Scale", "scale"))
 
     @property
     def scale(self) -> float:
-        """The factor the target is multiplied by."""
-        return self._scale
+        """The factor the target is multiplied by (a control's current value)."""
+        return self.value("scale")
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        scale = self.scale
-        if scale == 1.0:
-            return x
-        return x * scale
+        if torch.jit.is_scripting():
+            scale = torch.jit.annotate(float, self._scale)
+        else:
+            scale = self.along("scale", x)
+        return multiply(x, scale)
+
+    def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        return multiply(weight, self.scale)
 
     def extra_repr(self) -> str:
-        return f"scale={self.scale}" if self.scale != 1.0 else ""
+        return non_default_arguments(self)
 
 
 class Affine(BendingCallback):
@@ -99,7 +132,7 @@ class Affine(BendingCallback):
         scale: the factor (unitless). ``1`` leaves the target's amplitude as is.
         bias: the constant added after scaling, in the target's own units.
 
-    With ``scale=1`` and ``bias=0`` the callback is the identity.
+    With ``scale=1`` and ``bias=0`` the callback is the identity. Both may be controls.
 
     Shape:
         - Input: any.
@@ -112,34 +145,34 @@ class Affine(BendingCallback):
         tensor([-1.,  1.,  3.])
     """
 
-    def __init__(self, scale: float = 1.0, bias: float = 0.0) -> None:
+    __jit_unused_properties__: ClassVar[list[str]] = ["scale", "bias"]
+
+    def __init__(self, scale: float | Control = 1.0, bias: float | Control = 0.0) -> None:
         super().__init__()
-        self._scale = _finite("Affine", "scale", scale)
-        self._bias = _finite("Affine", "bias", bias)
+        self.number("scale", scale, check_number("Affine", "scale"))
+        self.number("bias", bias, check_number("Affine", "bias"))
 
     @property
     def scale(self) -> float:
-        """The factor the target is multiplied by."""
-        return self._scale
+        """The factor the target is multiplied by (a control's current value)."""
+        return self.value("scale")
 
     @property
     def bias(self) -> float:
-        """The constant added after scaling."""
-        return self._bias
+        """The constant added after scaling (a control's current value)."""
+        return self.value("bias")
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        scale = self.scale
-        bias = self.bias
-        if scale != 1.0:
-            x = x * scale
-        if bias != 0.0:
-            x = x + bias
-        return x
+        if torch.jit.is_scripting():
+            scale = torch.jit.annotate(float, self._scale)
+            bias = torch.jit.annotate(float, self._bias)
+        else:
+            scale = self.along("scale", x)
+            bias = self.along("bias", x)
+        return add(multiply(x, scale), bias)
+
+    def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        return add(multiply(weight, self.scale), self.bias)
 
     def extra_repr(self) -> str:
-        args = []
-        if self.scale != 1.0:
-            args.append(f"scale={self.scale}")
-        if self.bias != 0.0:
-            args.append(f"bias={self.bias}")
-        return ", ".join(args)
+        return non_default_arguments(self)

@@ -56,6 +56,14 @@ class BendingCallback(nn.Module):
     ) -> None:
         """Allocate the state this callback needs for target ``name`` (nothing by default)."""
 
+    def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> Any:
+        # Targets registered later in control_changed() must land where the state now lives.
+        super()._apply(fn, recurse)
+        for name, (shape, dtype, device) in list(self._targets.items()):
+            moved = fn(torch.empty(0, dtype=dtype, device=device))
+            self._targets[name] = (shape, moved.dtype, moved.device)
+        return self
+
     def control_changed(self) -> None:
         """React to a change of one of this callback's controls.
 
@@ -86,9 +94,7 @@ class BendingCallback(nn.Module):
 
     # -- arguments and controls -----------------------------------------------------------------
 
-    def number(
-        self, arg: str, value: Any, check: Callable[[Any], Any] | None = None
-    ) -> None:
+    def number(self, arg: str, value: Any, check: Callable[[Any], Any] | None = None) -> None:
         """Keep numeric argument ``arg`` as ``self._<arg>``: a number, or a live control.
 
         ``check`` validates (and may convert) a number; a control's current value is checked
@@ -109,8 +115,12 @@ class BendingCallback(nn.Module):
         """Value of ``arg`` over the call on ``x``: a number, or, while its control ramps, a
         tensor spreading the change along ``x``'s last (time) axis."""
         value = getattr(self, "_" + arg)
-        if isinstance(value, (BendingParameter, ControlView)) and value.ramping():
-            return value.along(x.shape[-1], x.device).to(x.dtype)
+        # A scalar has no time axis to ramp along: it gets the current value.
+        if isinstance(value, (BendingParameter, ControlView)) and value.ramping() and x.dim() > 0:
+            ramp = value.along(x.shape[-1], x.device)
+            if isinstance(ramp, torch.Tensor) and x.is_floating_point():
+                return ramp.to(x.dtype)
+            return ramp
         return current(value)
 
     def controls(self) -> list[BendingParameter]:

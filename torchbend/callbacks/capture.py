@@ -30,7 +30,7 @@ class Capture(BendingCallback):
 
     Example:
         >>> import torch
-        >>> from torchbend.callbacks import Capture
+        >>> from torchbend.callbacks.capture import Capture
         >>> cb = Capture(capturing=True)
         >>> _ = cb(torch.ones(1, 2), "act"); _ = cb(torch.zeros(2, 2), "act")
         >>> cb.captures["act"].shape
@@ -108,7 +108,7 @@ class Capture(BendingCallback):
 
         td = TensorDict.load_memmap(str(path))
         names = dict(line.split("\t") for line in Path(path, "names.txt").read_text().splitlines())
-        return {names[k]: td[k] for k in td.keys()}
+        return {names[str(k)]: td[k] for k in td.keys()}
 
     def arguments(self) -> dict[str, Any]:
         return {"capturing": self.capturing}

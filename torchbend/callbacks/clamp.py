@@ -3,22 +3,48 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any, ClassVar, Optional
 
 import torch
 
 from ..errors import BendingError
+from .args import Control, non_default_arguments
 from .base import BendingCallback
 
 __all__ = ["Clamp"]
 
 
-def _bound(arg: str, value: float | None) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    if math.isnan(value):
-        raise BendingError(f"Clamp: {arg} must be a number or None (no bound), got nan")
-    return value
+def _bound(arg: str) -> Callable[[Any], float | None]:
+    def check(value: Any) -> float | None:
+        if value is None:
+            return None
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if math.isnan(number):
+            raise BendingError(f"Clamp: {arg} must be a number or None (no bound), got {value!r}")
+        return number
+
+    return check
+
+
+def clamp(
+    x: torch.Tensor, low: float | torch.Tensor | None, high: float | torch.Tensor | None
+) -> torch.Tensor:
+    """``x`` clamped to ``[low, high]`` (bounds may be tensors that broadcast onto ``x``)."""
+    if low is None and high is None:
+        return x
+    if isinstance(low, torch.Tensor) or isinstance(high, torch.Tensor):
+        # torch.clamp takes two numbers or two tensors, not one of each: apply them in turn,
+        # as torch.clamp does (min first, then max).
+        if low is not None:
+            x = torch.maximum(x, low) if isinstance(low, torch.Tensor) else x.clamp(min=low)
+        if high is not None:
+            x = torch.minimum(x, high) if isinstance(high, torch.Tensor) else x.clamp(max=high)
+        return x
+    return torch.clamp(x, low, high)
 
 
 class Clamp(BendingCallback):
@@ -28,7 +54,9 @@ class Clamp(BendingCallback):
         min: lower bound, in the target's own units; ``None`` for no lower bound.
         max: upper bound, in the target's own units; ``None`` for no upper bound.
 
-    With both bounds ``None`` the callback is the identity.
+    With both bounds ``None`` the callback is the identity. Either bound may be a control
+    (then always a bound); while it ramps, activations get the change spread along their last
+    axis.
 
     Shape:
         - Input: any.
@@ -41,36 +69,43 @@ class Clamp(BendingCallback):
         tensor([-1.0000,  0.0000,  0.5000])
     """
 
-    def __init__(self, min: float | None = None, max: float | None = None) -> None:
+    __jit_unused_properties__: ClassVar[list[str]] = ["min", "max"]
+
+    def __init__(
+        self,
+        min: float | Control | None = None,
+        max: float | Control | None = None,
+    ) -> None:
         super().__init__()
-        self._min = _bound("min", min)
-        self._max = _bound("max", max)
-        if self._min is not None and self._max is not None and self._min > self._max:
-            raise BendingError(
-                f"Clamp: min={self._min} is greater than max={self._max}; give min <= max"
-            )
+        self.number("min", min, _bound("min"))
+        self.number("max", max, _bound("max"))
+        low, high = self.min, self.max
+        if low is not None and high is not None and low > high:
+            raise BendingError(f"Clamp: min={low} is greater than max={high}; give min <= max")
 
     @property
     def min(self) -> float | None:
-        """Lower bound (``None``: none)."""
-        return self._min
+        """Lower bound (``None``: none; a control's current value)."""
+        return self.value("min")
 
     @property
     def max(self) -> float | None:
-        """Upper bound (``None``: none)."""
-        return self._max
+        """Upper bound (``None``: none; a control's current value)."""
+        return self.value("max")
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        low = self.min
-        high = self.max
-        if low is None and high is None:
-            return x
-        return torch.clamp(x, low, high)
+        if torch.jit.is_scripting():
+            low = torch.jit.annotate(Optional[float], self._min)  # noqa: UP045 - a runtime type
+            high = torch.jit.annotate(Optional[float], self._max)  # noqa: UP045
+            if low is None and high is None:
+                return x
+            return torch.clamp(x, low, high)
+        low = None if self._min is None else self.along("min", x)
+        high = None if self._max is None else self.along("max", x)
+        return clamp(x, low, high)
+
+    def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        return clamp(weight, self.min, self.max)
 
     def extra_repr(self) -> str:
-        args = []
-        if self.min is not None:
-            args.append(f"min={self.min}")
-        if self.max is not None:
-            args.append(f"max={self.max}")
-        return ", ".join(args)
+        return non_default_arguments(self)

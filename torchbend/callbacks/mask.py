@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 import torch
 
 from ..errors import BendingError
-from .args import as_dims, check_seed, kept_shape, target_generator
+from .args import (
+    Control,
+    as_dims,
+    check_number,
+    check_seed,
+    draw_key,
+    kept_shape,
+    non_default_arguments,
+    target_generator,
+)
 from .base import BendingCallback
 
 __all__ = ["Mask"]
@@ -16,11 +26,15 @@ __all__ = ["Mask"]
 class Mask(BendingCallback):
     """Zero each element of the target with probability ``prob``.
 
-    The binary mask is drawn once per target, when the target is registered, and kept (in the
-    target's dtype) as a buffer: every call applies the same mask.
+    Uniform noise is drawn once per target, when the target is registered, and the binary
+    mask ``noise >= prob`` is kept (in the target's dtype) as a buffer: every call applies the
+    same mask. When ``prob`` is a control and changes, the mask is derived again from the same
+    noise, so that a higher ``prob`` zeroes the elements zeroed before and more; a new value
+    of a ``seed`` control draws new noise (the same for the same seed).
 
     Args:
         prob: probability, between 0 and 1, that an element is zeroed. ``0`` is the identity.
+            May be a control.
         dim: axis, or tuple of axes, that the mask varies along (negative axes count from the
             end). The mask has the target's size on those axes and size 1 on the others, so
             that it broadcasts over any batch size or length: ``dim=-2`` zeroes whole channels
@@ -28,6 +42,7 @@ class Mask(BendingCallback):
             the target's full traced shape.
         seed: an int makes the masks reproducible (each target gets its own mask, drawn from
             the seed and the target's name); ``None`` draws from torch's global generator.
+            May be an int control.
 
     Shape:
         - Input: any shape the mask broadcasts onto: the traced shape without ``dim``, any
@@ -46,25 +61,35 @@ class Mask(BendingCallback):
                  [1., 1., 1., 1., 1.]]])
     """
 
+    __jit_unused_properties__: ClassVar[list[str]] = ["prob", "seed"]
+
     def __init__(
-        self, prob: float = 0.3, dim: int | Sequence[int] | None = None, seed: int | None = None
+        self,
+        prob: float | Control = 0.3,
+        dim: int | Sequence[int] | None = None,
+        seed: int | Control | None = None,
     ) -> None:
         super().__init__()
-        prob = float(prob)
-        if not 0.0 <= prob <= 1.0:
-            raise BendingError(
-                f"Mask: prob is the probability of zeroing an element and must be between "
-                f"0 and 1, got {prob}"
-            )
-        self._prob = prob
+        self.number(
+            "prob",
+            prob,
+            check_number("Mask", "prob", 0.0, 1.0, "the probability of zeroing an element"),
+        )
         self.dim = dim
         self.dims = as_dims("Mask", dim)
-        self.seed = check_seed("Mask", seed)
+        self.number("seed", seed, lambda s: check_seed("Mask", s))
+        self._drawn_seed = self.seed
 
     @property
     def prob(self) -> float:
-        """Probability of zeroing an element."""
-        return self._prob
+        """Probability of zeroing an element (a control's current value)."""
+        return self.value("prob")
+
+    @property
+    def seed(self) -> int | None:
+        """Seed of the draws (a control's current value)."""
+        seed = self.value("seed")
+        return None if seed is None else int(seed)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -76,21 +101,31 @@ class Mask(BendingCallback):
             except BendingError as e:
                 raise BendingError(f"{self!r} cannot bend '{name}': {e}") from None
         noise = torch.rand(size, generator=target_generator(self.seed, name))
-        self.add_state(name, (noise >= self.prob).to(dtype=dtype, device=device))
+        self.add_state(draw_key(name), noise.to(device))
+        self._derive(name, dtype)
+
+    def _derive(self, name: str, dtype: torch.dtype) -> None:
+        noise = self.state(draw_key(name))
+        self.add_state(name, (noise >= self.prob).to(dtype))
+
+    def control_changed(self) -> None:
+        if self.seed != self._drawn_seed:
+            self._drawn_seed = self.seed
+            super().control_changed()
+            return
+        for name, (_, dtype, _) in self._targets.items():
+            self._derive(name, dtype)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         mask = self.state(name)
         self.check_broadcast(mask, x, name)
-        if self.prob == 0.0:
+        if torch.jit.is_scripting():
+            prob = torch.jit.annotate(float, self._prob)
+        else:
+            prob = self.prob
+        if prob == 0.0:
             return x
         return x * mask
 
     def extra_repr(self) -> str:
-        args = []
-        if self.prob != 0.3:
-            args.append(f"prob={self.prob}")
-        if self.dim is not None:
-            args.append(f"dim={self.dim!r}")
-        if self.seed is not None:
-            args.append(f"seed={self.seed}")
-        return ", ".join(args)
+        return non_default_arguments(self)

@@ -1,12 +1,20 @@
 """Noise: add or multiply Gaussian noise, drawn afresh at every call of an activation."""
 
-import math
 from collections.abc import Sequence
+from typing import ClassVar
 
 import torch
 
 from ..errors import BendingError
-from .args import as_dims, check_seed, kept_shape, target_generator
+from .args import (
+    Control,
+    as_dims,
+    check_number,
+    check_seed,
+    kept_shape,
+    non_default_arguments,
+    target_generator,
+)
 from .base import BendingCallback
 
 __all__ = ["Noise", "Normal"]
@@ -24,7 +32,8 @@ class Noise(BendingCallback):
     Args:
         std: standard deviation of the noise, ``>= 0``: in the target's own units for
             ``"add"``, relative to the target (``0.1`` is about 10 %) for ``"mul"``. ``0`` is
-            the identity.
+            the identity. May be a control; while it ramps, activations get the change spread
+            along their last axis.
         op: ``"add"`` or ``"mul"``.
         dim: axis, or tuple of axes, that the noise varies along (negative axes count from the
             end); it is constant along the other axes, e.g. ``dim=-2`` draws one value per
@@ -32,7 +41,8 @@ class Noise(BendingCallback):
             element.
         seed: an int makes the noise reproducible: a sequence of calls on activations gives
             the same sequence of noises, and each weight gets its own noise, drawn from the
-            seed and the weight's name. ``None`` draws from torch's global generator.
+            seed and the weight's name. ``None`` draws from torch's global generator. May be
+            an int control: a new value starts the sequence of that seed again.
 
     Shape:
         - Input: any (with at least as many axes as ``dim`` needs).
@@ -60,32 +70,42 @@ class Noise(BendingCallback):
     dims: list[int] | None
     """The axes the noise varies along (``None``: every axis)."""
 
+    __jit_unused_properties__: ClassVar[list[str]] = ["std", "seed"]
+
     def __init__(
         self,
-        std: float = 0.1,
+        std: float | Control = 0.1,
         op: str = "add",
         dim: int | Sequence[int] | None = None,
-        seed: int | None = None,
+        seed: int | Control | None = None,
     ) -> None:
         super().__init__()
-        std = float(std)
-        if not 0.0 <= std < math.inf:
-            raise BendingError(
-                f"Noise: std is a standard deviation and must be a finite number >= 0, got {std}"
-            )
+        self.number("std", std, check_number("Noise", "std", 0.0, meaning="a standard deviation"))
         if op not in OPS:
             raise BendingError(f"Noise: op must be one of {', '.join(map(repr, OPS))}, got {op!r}")
-        self._std = std
         self.op = op
         self.dim = dim
         self.dims = as_dims("Noise", dim)
-        self.seed = check_seed("Noise", seed)
-        self.generator = None if seed is None else torch.Generator().manual_seed(seed)
+        self.number("seed", seed, lambda s: check_seed("Noise", s))
+        self._drawn_seed = self.seed
+        self.generator = None if self.seed is None else torch.Generator().manual_seed(self.seed)
 
     @property
     def std(self) -> float:
-        """Standard deviation of the noise."""
-        return self._std
+        """Standard deviation of the noise (a control's current value)."""
+        return self.value("std")
+
+    @property
+    def seed(self) -> int | None:
+        """Seed of the noise (a control's current value)."""
+        seed = self.value("seed")
+        return None if seed is None else int(seed)
+
+    def control_changed(self) -> None:
+        seed = self.seed
+        if seed != self._drawn_seed:
+            self._drawn_seed = seed
+            self.generator = None if seed is None else torch.Generator().manual_seed(seed)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -97,16 +117,25 @@ class Noise(BendingCallback):
                 raise BendingError(f"{self!r} cannot bend '{name}': {e}") from None
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        return self._add_noise(x, self.generator)
+        if torch.jit.is_scripting():
+            std = torch.jit.annotate(float, self._std)
+        else:
+            std = self.along("std", x)
+        return self._add_noise(x, self.generator, std)
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
-        return self._add_noise(weight, target_generator(self.seed, name))
+        return self._add_noise(weight, target_generator(self.seed, name), self.std)
 
-    def _add_noise(self, x: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-        std = self.std
+    def _add_noise(
+        self,
+        x: torch.Tensor,
+        generator: torch.Generator | None,
+        std: float | torch.Tensor,
+    ) -> torch.Tensor:
         # Short-circuit rather than add 0. * n: -0.0 + 0.0 is +0.0, and the identity must be exact.
-        if std == 0.0:
-            return x
+        if not isinstance(std, torch.Tensor):
+            if std == 0.0:
+                return x
         shape = list(x.shape)
         dims = self.dims
         if dims is not None:
@@ -116,21 +145,17 @@ class Noise(BendingCallback):
             n = torch.randn(shape, dtype=dtype, device=x.device)
         else:
             n = torch.randn(shape, generator=generator).to(dtype=dtype, device=x.device)
+        # Two branches, so that TorchScript knows which product each one is.
+        if isinstance(std, torch.Tensor):
+            n = n * std
+        else:
+            n = n * std
         if self.op == "mul":
-            return x * (1.0 + std * n)
-        return x + std * n
+            return x * (1.0 + n)
+        return x + n
 
     def extra_repr(self) -> str:
-        args = []
-        if self.std != 0.1:
-            args.append(f"std={self.std}")
-        if self.op != "add":
-            args.append(f"op={self.op!r}")
-        if self.dim is not None:
-            args.append(f"dim={self.dim!r}")
-        if self.seed is not None:
-            args.append(f"seed={self.seed}")
-        return ", ".join(args)
+        return non_default_arguments(self)
 
 
 Normal = Noise

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 
 from ..errors import BendingError
-from .args import check_seed, target_generator
+from .args import (
+    Control,
+    as_dim,
+    check_number,
+    check_seed,
+    draw_key,
+    non_default_arguments,
+    normalized_dim,
+    target_generator,
+)
 from .base import BendingCallback
 
 __all__ = ["Permute"]
@@ -15,7 +26,11 @@ class Permute(BendingCallback):
     """Shuffle the target along axis ``dim`` with a random permutation.
 
     The permutation is drawn once per target, when the target is registered, and kept as a
-    buffer of indices: every call applies the same permutation.
+    buffer of indices: every call applies the same permutation. Two random orders of the
+    indices are drawn and kept: the first ``round(amount * size)`` indices of the first order
+    move, and are shuffled among themselves by the second; so that when ``amount`` is a control
+    and changes, the permutation is derived again from the same draws. A new value of a
+    ``seed`` control draws anew (the same for the same seed).
 
     Args:
         dim: the axis whose indices are shuffled (negative axes count from the end). The
@@ -23,8 +38,10 @@ class Permute(BendingCallback):
             or the input channels of a ``[out, in]`` linear weight.
         seed: an int makes the permutations reproducible (each target gets its own, drawn
             from the seed and the target's name); ``None`` draws from torch's global generator.
+            May be an int control.
         amount: fraction, between 0 and 1, of the indices that take part in the shuffle: the
             others stay in place. ``0`` is the identity, ``1`` a full random permutation.
+            May be a control.
 
     Shape:
         - Input: any shape with the traced size along ``dim``.
@@ -36,46 +53,60 @@ class Permute(BendingCallback):
         >>> permute = Permute(dim=0, seed=2)
         >>> permute.register_target("x", torch.Size([5]), torch.float32, torch.device("cpu"))
         >>> permute(torch.arange(5.0), "x")
-        tensor([0., 3., 1., 4., 2.])
+        tensor([0., 2., 4., 1., 3.])
     """
 
-    def __init__(self, dim: int = -2, seed: int | None = None, amount: float = 1.0) -> None:
+    __jit_unused_properties__: ClassVar[list[str]] = ["amount", "seed"]
+
+    def __init__(
+        self, dim: int = -2, seed: int | Control | None = None, amount: float | Control = 1.0
+    ) -> None:
         super().__init__()
-        if isinstance(dim, bool) or not isinstance(dim, int):
-            raise BendingError(
-                f"Permute: dim must be an int (the axis to shuffle, negative counting from "
-                f"the end), got {dim!r}"
-            )
-        amount = float(amount)
-        if not 0.0 <= amount <= 1.0:
-            raise BendingError(
-                f"Permute: amount is the fraction of indices shuffled and must be between "
-                f"0 and 1, got {amount}"
-            )
-        self.dim = dim
-        self.seed = check_seed("Permute", seed)
-        self._amount = amount
+        self.dim = as_dim("Permute", dim)
+        self.number("seed", seed, lambda s: check_seed("Permute", s))
+        self.number(
+            "amount",
+            amount,
+            check_number("Permute", "amount", 0.0, 1.0, "the fraction of indices shuffled"),
+        )
+        self._drawn_seed = self.seed
 
     @property
     def amount(self) -> float:
-        """Fraction of the indices that take part in the shuffle."""
-        return self._amount
+        """Fraction of the indices that take part in the shuffle (a control's current value)."""
+        return self.value("amount")
+
+    @property
+    def seed(self) -> int | None:
+        """Seed of the draws (a control's current value)."""
+        seed = self.value("seed")
+        return None if seed is None else int(seed)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
-        rank = len(shape)
-        if not -rank <= self.dim < rank:
-            raise BendingError(
-                f"{self!r} cannot bend '{name}' of shape {list(shape)}: dim={self.dim} is out "
-                f"of range; give a dim between {-rank} and {rank - 1}"
-            )
-        size = shape[self.dim]
+        size = shape[normalized_dim(repr(self), self.dim, shape, name)]
         generator = target_generator(self.seed, name)
-        moved = torch.randperm(size, generator=generator)[: round(self.amount * size)]
-        permutation = torch.arange(size)
-        permutation[moved] = moved[torch.randperm(len(moved), generator=generator)]
-        self.add_state(name, permutation.to(device))
+        order = torch.randperm(size, generator=generator)
+        shuffle = torch.randperm(size, generator=generator)
+        self.add_state(draw_key(name), torch.stack([order, shuffle]).to(device))
+        self._derive(name)
+
+    def _derive(self, name: str) -> None:
+        order, shuffle = self.state(draw_key(name))
+        size = order.shape[0]
+        moved = order[: round(min(max(self.amount, 0.0), 1.0) * size)]
+        permutation = torch.arange(size, device=order.device)
+        permutation[moved] = moved[shuffle[: len(moved)].argsort()]
+        self.add_state(name, permutation)
+
+    def control_changed(self) -> None:
+        if self.seed != self._drawn_seed:
+            self._drawn_seed = self.seed
+            super().control_changed()
+            return
+        for name in self._targets:
+            self._derive(name)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         permutation = self.state(name)
@@ -94,16 +125,13 @@ class Permute(BendingCallback):
                 f"for '{name}' (its traced size along dim={self.dim}), but was called on a "
                 f"tensor of shape {list(x.shape)}, of size {x.shape[dim]} along that axis"
             )
-        if self.amount == 0.0:
+        if torch.jit.is_scripting():
+            amount = torch.jit.annotate(float, self._amount)
+        else:
+            amount = self.amount
+        if amount == 0.0:
             return x
         return x.index_select(dim, permutation)
 
     def extra_repr(self) -> str:
-        args = []
-        if self.dim != -2:
-            args.append(f"dim={self.dim}")
-        if self.seed is not None:
-            args.append(f"seed={self.seed}")
-        if self.amount != 1.0:
-            args.append(f"amount={self.amount}")
-        return ", ".join(args)
+        return non_default_arguments(self)

@@ -1,0 +1,368 @@
+"""Ablation: zero channels, replace elements by random values, offset channels at random."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import torch
+
+from ..errors import BendingError
+from .args import (
+    Control,
+    as_dim,
+    check_number,
+    check_seed,
+    draw_key,
+    kept_shape,
+    non_default_arguments,
+    normalized_dim,
+    target_generator,
+)
+from .base import BendingCallback
+
+__all__ = ["Ablate", "Offset", "Randomize"]
+
+
+def _as_channels(channels: int | Sequence[int] | None) -> list[int]:
+    if channels is None:
+        return []
+    items: list[object] = list(channels) if isinstance(channels, (tuple, list)) else [channels]
+    found = [c for c in items if isinstance(c, int) and not isinstance(c, bool)]
+    if len(found) != len(items):
+        raise BendingError(
+            f"Ablate: channels must be an int or a sequence of ints (indices along dim, "
+            f"negative counting from the end), or None, got {channels!r}"
+        )
+    return found
+
+
+class Ablate(BendingCallback):
+    """Zero whole channels of the target: given ones, a random fraction of them, or both.
+
+    A random order of the channels is drawn once per target; the first
+    ``round(fraction * channels)`` channels of that order are zeroed, with the channels listed
+    in ``channels``. When ``fraction`` is a control and grows, the channels zeroed before
+    stay zeroed and more join them; a new value of a ``seed`` control draws a new order (the
+    same for the same seed).
+
+    Args:
+        channels: indices of channels (along ``dim``) always zeroed, an int or a sequence of
+            ints (negative indices count from the end); ``None`` for none.
+        fraction: fraction of the channels zeroed at random, between 0 and 1. May be a
+            control.
+        dim: the axis of channels (negative axes count from the end); ``-2``, the channels
+            of a ``[batch, channels, time]`` activation or the input channels of a
+            ``[out, in]`` linear weight.
+        seed: an int makes the random choice reproducible (each target gets its own, drawn
+            from the seed and the target's name); ``None`` draws from torch's global
+            generator. May be an int control.
+
+    With no ``channels`` and ``fraction=0`` the callback is the identity.
+
+    Shape:
+        - Input: any shape with the traced size along ``dim`` (and, for a ``dim`` counted
+          from the start, the traced number of axes).
+        - Output: same as input.
+
+    Example:
+        >>> import torch
+        >>> from torchbend.callbacks import Ablate
+        >>> ablate = Ablate(channels=[0, -1])
+        >>> ablate.register_target("act", torch.Size([1, 4, 2]), torch.float32, torch.device("cpu"))
+        >>> ablate(torch.ones(1, 4, 3), "act")
+        tensor([[[0., 0., 0.],
+                 [1., 1., 1.],
+                 [1., 1., 1.],
+                 [0., 0., 0.]]])
+    """
+
+    __jit_unused_properties__: ClassVar[list[str]] = ["fraction", "seed"]
+
+    def __init__(
+        self,
+        channels: int | Sequence[int] | None = None,
+        fraction: float | Control = 0.0,
+        dim: int = -2,
+        seed: int | Control | None = None,
+    ) -> None:
+        super().__init__()
+        self.channels = channels
+        self.channel_list = _as_channels(channels)
+        self.has_channels = len(self.channel_list) > 0
+        self.number(
+            "fraction",
+            fraction,
+            check_number("Ablate", "fraction", 0.0, 1.0, "the fraction of channels zeroed"),
+        )
+        self.dim = as_dim("Ablate", dim)
+        self.number("seed", seed, lambda s: check_seed("Ablate", s))
+        self._drawn_seed = self.seed
+
+    @property
+    def fraction(self) -> float:
+        """Fraction of the channels zeroed at random (a control's current value)."""
+        return self.value("fraction")
+
+    @property
+    def seed(self) -> int | None:
+        """Seed of the random choice (a control's current value)."""
+        seed = self.value("seed")
+        return None if seed is None else int(seed)
+
+    def register_target(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        axis = normalized_dim(repr(self), self.dim, shape, name)
+        size = shape[axis]
+        wrong = [c for c in self.channel_list if not -size <= c < size]
+        if wrong:
+            raise BendingError(
+                f"{self!r} cannot bend '{name}' of shape {list(shape)}: channels {wrong} are out "
+                f"of range for its {size} channels along dim={self.dim}"
+            )
+        order = torch.randperm(size, generator=target_generator(self.seed, name))
+        self.add_state(draw_key(name), order.to(device))
+        self._derive(name, len(shape), axis)
+
+    def _derive(self, name: str, rank: int, axis: int) -> None:
+        order = self.state(draw_key(name))
+        size = order.shape[0]
+        keep = torch.ones(size, dtype=torch.bool, device=order.device)
+        keep[self.channel_list] = False
+        keep[order[: round(min(max(self.fraction, 0.0), 1.0) * size)]] = False
+        shape = [1] * rank
+        shape[axis] = size
+        self.add_state(name, keep.view(shape))
+
+    def control_changed(self) -> None:
+        if self.seed != self._drawn_seed:
+            self._drawn_seed = self.seed
+            super().control_changed()
+            return
+        for name, (shape, _, _) in self._targets.items():
+            self._derive(name, len(shape), normalized_dim(repr(self), self.dim, shape, name))
+
+    def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        keep = self.state(name)
+        self.check_broadcast(keep, x, name)
+        if torch.jit.is_scripting():
+            fraction = torch.jit.annotate(float, self._fraction)
+        else:
+            fraction = self.fraction
+        if fraction == 0.0 and not self.has_channels:
+            return x
+        return torch.where(keep, x, torch.zeros_like(x))
+
+    def extra_repr(self) -> str:
+        return non_default_arguments(self)
+
+
+class Randomize(BendingCallback):
+    """Replace a random fraction of the target's elements by random values.
+
+    Once per target, a uniform number and a standard normal value are drawn for each element
+    (the "Sample %" of circuit-bending tools); the elements whose uniform number is below
+    ``fraction`` are replaced by ``std`` times their normal value, the others kept. When
+    ``fraction`` is a control and grows, the elements replaced before stay replaced (by the
+    same values) and more join them; ``std`` scales the same values; a new value of a
+    ``seed`` control draws anew (the same for the same seed).
+
+    Args:
+        fraction: fraction of the elements replaced, between 0 and 1. ``0`` is the identity.
+            May be a control.
+        std: standard deviation of the replacing values (mean 0), ``>= 0``, in the target's
+            own units. May be a control; while it ramps, activations get the change spread
+            along their last axis.
+        seed: an int makes the draws reproducible (each target gets its own, drawn from the
+            seed and the target's name); ``None`` draws from torch's global generator. May be
+            an int control.
+
+    Shape:
+        - Input: the traced shape of the target (the draws are per element).
+        - Output: same as input.
+
+    Example:
+        >>> import torch
+        >>> from torchbend.callbacks import Randomize
+        >>> randomize = Randomize(fraction=0.5, std=1.0, seed=0)
+        >>> randomize.register_target("x", torch.Size([6]), torch.float32, torch.device("cpu"))
+        >>> randomize(torch.zeros(6), "x")
+        tensor([-1.7785,  2.0869,  0.0000,  0.0000, -0.0116,  0.0000])
+    """
+
+    __jit_unused_properties__: ClassVar[list[str]] = ["fraction", "std", "seed"]
+
+    def __init__(
+        self,
+        fraction: float | Control = 0.0,
+        std: float | Control = 1.0,
+        seed: int | Control | None = None,
+    ) -> None:
+        super().__init__()
+        self.number(
+            "fraction",
+            fraction,
+            check_number("Randomize", "fraction", 0.0, 1.0, "the fraction of elements replaced"),
+        )
+        self.number(
+            "std", std, check_number("Randomize", "std", 0.0, meaning="a standard deviation")
+        )
+        self.number("seed", seed, lambda s: check_seed("Randomize", s))
+        self._drawn_seed = self.seed
+
+    @property
+    def fraction(self) -> float:
+        """Fraction of the elements replaced (a control's current value)."""
+        return self.value("fraction")
+
+    @property
+    def std(self) -> float:
+        """Standard deviation of the replacing values (a control's current value)."""
+        return self.value("std")
+
+    @property
+    def seed(self) -> int | None:
+        """Seed of the draws (a control's current value)."""
+        seed = self.value("seed")
+        return None if seed is None else int(seed)
+
+    def register_target(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        generator = target_generator(self.seed, name)
+        uniform = torch.rand(shape, generator=generator)
+        normal = torch.randn(shape, generator=generator)
+        self.add_state(draw_key(name), torch.stack([uniform, normal]).to(device))
+        self._derive(name)
+
+    def _derive(self, name: str) -> None:
+        self.add_state(name, self.state(draw_key(name))[0] < self.fraction)
+
+    def control_changed(self) -> None:
+        if self.seed != self._drawn_seed:
+            self._drawn_seed = self.seed
+            super().control_changed()
+            return
+        for name in self._targets:
+            self._derive(name)
+
+    def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        if torch.jit.is_scripting():
+            fraction = torch.jit.annotate(float, self._fraction)
+            std = torch.jit.annotate(float, self._std)
+            return self._randomize(x, name, fraction, std)
+        return self._randomize(x, name, self.fraction, self.along("std", x))
+
+    def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        return self._randomize(weight, name, self.fraction, self.std)
+
+    def _randomize(
+        self, x: torch.Tensor, name: str, fraction: float, std: float | torch.Tensor
+    ) -> torch.Tensor:
+        chosen = self.state(name)
+        self.check_broadcast(chosen, x, name)
+        if fraction == 0.0:
+            return x
+        normal = self.state(draw_key(name))[1]
+        # Two branches, so that TorchScript knows which product each one is.
+        if isinstance(std, torch.Tensor):
+            values = normal * std
+        else:
+            values = normal * std
+        return torch.where(chosen, values.to(x.dtype), x)
+
+    def extra_repr(self) -> str:
+        return non_default_arguments(self)
+
+
+class Offset(BendingCallback):
+    """Add a random constant to each channel of the target, drawn once per target.
+
+    A number uniform in ``[-1, 1]`` is drawn for each channel (each index along ``dim``) when
+    the target is registered; the channel is shifted by ``offset`` times that number. Where
+    :class:`Bias` moves every channel by the same amount, Offset detunes them from each other.
+    When ``offset`` is a control the same numbers are scaled; a new value of a ``seed``
+    control draws anew (the same for the same seed).
+
+    Args:
+        offset: the largest shift, ``>= 0``, in the target's own units. ``0`` is the
+            identity. May be a control; while it ramps, activations get the change spread
+            along their last axis.
+        dim: the axis of channels (negative axes count from the end); ``-2``, the channels
+            of a ``[batch, channels, time]`` activation.
+        seed: an int makes the draws reproducible (each target gets its own, drawn from the
+            seed and the target's name); ``None`` draws from torch's global generator. May be
+            an int control.
+
+    Shape:
+        - Input: any shape with the traced size along ``dim``.
+        - Output: same as input.
+
+    Example:
+        >>> import torch
+        >>> from torchbend.callbacks import Offset
+        >>> offset = Offset(0.5, seed=0)
+        >>> offset.register_target("act", torch.Size([1, 2, 3]), torch.float32, torch.device("cpu"))
+        >>> offset(torch.zeros(1, 2, 3), "act")
+        tensor([[[ 0.3860,  0.3860,  0.3860],
+                 [-0.0096, -0.0096, -0.0096]]])
+    """
+
+    __jit_unused_properties__: ClassVar[list[str]] = ["offset", "seed"]
+
+    def __init__(
+        self, offset: float | Control = 0.0, dim: int = -2, seed: int | Control | None = None
+    ) -> None:
+        super().__init__()
+        self.number("offset", offset, check_number("Offset", "offset", 0.0, meaning="an amplitude"))
+        self.dim = as_dim("Offset", dim)
+        self.number("seed", seed, lambda s: check_seed("Offset", s))
+        self._drawn_seed = self.seed
+
+    @property
+    def offset(self) -> float:
+        """The largest shift (a control's current value)."""
+        return self.value("offset")
+
+    @property
+    def seed(self) -> int | None:
+        """Seed of the draws (a control's current value)."""
+        seed = self.value("seed")
+        return None if seed is None else int(seed)
+
+    def register_target(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        normalized_dim(repr(self), self.dim, shape, name)
+        size = kept_shape(list(shape), [self.dim])
+        uniform = torch.rand(size, generator=target_generator(self.seed, name))
+        float_dtype = dtype if dtype.is_floating_point else torch.float32
+        self.add_state(name, (2.0 * uniform - 1.0).to(dtype=float_dtype, device=device))
+
+    def control_changed(self) -> None:
+        if self.seed != self._drawn_seed:
+            self._drawn_seed = self.seed
+            super().control_changed()
+
+    def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        if torch.jit.is_scripting():
+            offset = torch.jit.annotate(float, self._offset)
+            return self._shift(x, name, offset)
+        return self._shift(x, name, self.along("offset", x))
+
+    def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        return self._shift(weight, name, self.offset)
+
+    def _shift(self, x: torch.Tensor, name: str, offset: float | torch.Tensor) -> torch.Tensor:
+        shifts = self.state(name)
+        self.check_broadcast(shifts, x, name)
+        if isinstance(offset, torch.Tensor):
+            return x + shifts * offset
+        # Short-circuit rather than add 0.: -0.0 + 0.0 is +0.0, and the identity must be exact.
+        if offset == 0.0:
+            return x
+        return x + shifts * offset
+
+    def extra_repr(self) -> str:
+        return non_default_arguments(self)
