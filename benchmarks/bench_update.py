@@ -51,6 +51,8 @@ def main() -> None:
         med, ratio = interleaved(
             {
                 "plain call": lambda: model(x),
+                "bended call, no update (activation control)": lambda: act(x),
+                "bended call, no update (weight control)": lambda: weight(x),
                 "update (activation control) + call": update_activation,
                 "update (weight control) + call": update_weight,
                 "re-trace + call (for scale)": retrace,

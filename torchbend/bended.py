@@ -826,6 +826,15 @@ class BendedModule(nn.Module):
             state[name] = t.detach()
         return state
 
+    # -- export ------------------------------------------------------------------------------------
+
+    def script(self, methods: Sequence[str] | None = None) -> torch.jit.ScriptModule:
+        """A TorchScript module of the bended graphs, callbacks and controls (see
+        :func:`torchbend.export.torchscript`)."""
+        from .export.torchscript import torchscript
+
+        return torchscript(self, methods=methods)
+
     # -- inspection --------------------------------------------------------------------------------
 
     @property
