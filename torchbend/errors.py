@@ -6,7 +6,9 @@ import difflib
 from collections.abc import Iterable
 
 __all__ = [
+    "AudioError",
     "BendingError",
+    "ExportError",
     "GuardError",
     "SelectionError",
     "TorchbendError",
@@ -35,6 +37,14 @@ class SelectionError(TorchbendError, KeyError):
 
 class BendingError(TorchbendError):
     """A bending callback was misconfigured or met a target it cannot bend."""
+
+
+class ExportError(TorchbendError):
+    """A bended module could not be exported, or an exported file fails its checks."""
+
+
+class AudioError(TorchbendError):
+    """An audio file or buffer could not be read, written or streamed."""
 
 
 def closest(word: str, candidates: Iterable[str], n: int = 3) -> list[str]:

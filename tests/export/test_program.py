@@ -1,0 +1,129 @@
+"""torch.export (.pt2) and ONNX export of bended methods, loaded without torchbend."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from torch import nn
+
+import torchbend as tb
+from torchbend.errors import ExportError
+from torchbend.export.program import onnx, pt2
+
+BLOCK_TORCHBEND = "import sys; sys.modules['torchbend'] = None\n"
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(1, 8, 3, padding=1)
+        self.out = nn.Conv1d(8, 1, 3, padding=1)
+
+    def forward(self, x):
+        return self.out(torch.tanh(self.conv(x)))
+
+
+def bended_net() -> tuple[tb.BendedModule, torch.Tensor]:
+    torch.manual_seed(0)
+    bended = tb.BendedModule(Net())
+    x = torch.randn(1, 1, 64)
+    bended.trace(x=x)
+    bended.bend(tb.Mask(0.5, dim=-2, seed=0), "conv$")
+    bended.bend(tb.Scale(tb.BendingParameter("gain", 0.5)), "tanh$")
+    bended.bend(tb.Noise(0.2, seed=1), r"out\.weight")
+    return bended, x
+
+
+def run_without_torchbend(code: str, tmp_path) -> str:
+    script = tmp_path / "run.py"
+    script.write_text(BLOCK_TORCHBEND + textwrap.dedent(code))
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_pt2_runs_without_torchbend(tmp_path):
+    bended, x = bended_net()
+    path = tmp_path / "model.pt2"
+    pt2(bended, path, x=x)
+    expected = bended(x)
+    torch.save({"x": x, "y": expected}, tmp_path / "io.pt")
+    out = run_without_torchbend(
+        f"""
+        import torch
+        io = torch.load({str(tmp_path / "io.pt")!r})
+        m = torch.export.load({str(path)!r}).module()
+        y = m(x=io["x"])
+        print(float((y - io["y"]).abs().max()))
+        """,
+        tmp_path,
+    )
+    assert float(out) < 1e-6
+
+
+def test_pt2_controls_as_inputs_and_dynamic_time():
+    bended, x = bended_net()
+    bended.reset()
+    bended.bend(tb.Scale(tb.BendingParameter("gain", 0.5)), "tanh$")
+    program = pt2(bended, controls_as_inputs=True, x=x)
+    module = program.module()
+    for gain in (0.0, 0.5, 2.0):
+        bended.update("gain", gain)
+        assert torch.allclose(module(x=x, gain=torch.tensor(gain)), bended(x), atol=1e-6)
+    time = torch.export.Dim("time", min=8, max=4096)
+    program = pt2(bended, dynamic_shapes={"x": {2: time}}, x=x)
+    longer = torch.randn(1, 1, 200)
+    assert torch.allclose(program.module()(x=longer), bended(longer), atol=1e-6)
+
+
+def test_pt2_errors():
+    bended, x = bended_net()
+    with pytest.raises(ExportError, match="not traced"):
+        pt2(bended, fn="encode", x=x)
+    with pytest.raises(ExportError, match="has no argument 'y'"):
+        pt2(bended, y=x)
+    bended.bend(tb.Scale(tb.BendingParameter("w", 1.0)), r"conv\.weight")
+    with pytest.raises(ExportError, match=r"controls \['w'\] drive weight bendings"):
+        pt2(bended, controls_as_inputs=True, x=x)
+
+
+def test_onnx_matches_with_onnxruntime(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxscript")
+    bended, x = bended_net()
+    path = onnx(bended, tmp_path / "model.onnx", x=x)
+    session = ort.InferenceSession(str(path))
+    (y,) = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+    assert torch.allclose(torch.from_numpy(y), bended(x), atol=1e-5)
+
+
+def test_tensordict_module_exports_with_keyword_inputs(tmp_path):
+    pytest.importorskip("tensordict")
+    from tensordict import TensorDict
+    from tensordict.nn import NormalParamExtractor
+    from tensordict.nn import TensorDictModule as Mod
+    from tensordict.nn import TensorDictSequential as Seq
+
+    torch.manual_seed(0)
+    model = Seq(
+        Mod(nn.Linear(3, 4), in_keys=["x"], out_keys=["hidden"]),
+        Mod(nn.ReLU(), in_keys=["hidden"], out_keys=["hidden"]),
+        Mod(nn.Linear(4, 4), in_keys=["hidden"], out_keys=["latent"]),
+        Mod(NormalParamExtractor(), in_keys=["latent"], out_keys=["loc", "scale"]),
+    )
+    x = torch.randn(1, 3)
+    bended = tb.BendedModule(model)
+    bended.trace(tensordict=TensorDict({"x": x}, batch_size=[]))
+    bended.bend(tb.Scale(2.0), "module_0_module$")
+    path = tmp_path / "td.pt2"
+    pt2(bended, path, x=x)
+    expected = bended(TensorDict({"x": x}, batch_size=[]))
+    module = torch.export.load(str(path)).module()
+    hidden, latent, loc, scale = module(x=x)
+    assert torch.allclose(loc, expected["loc"]) and torch.allclose(scale, expected["scale"])
