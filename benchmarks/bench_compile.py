@@ -43,7 +43,8 @@ def main() -> None:
             print(f"(bended.script() failed: {type(e).__name__}: {e})")
         with torch.inference_mode():
             med, ratio = interleaved(
-                {k: (lambda m=m: m(x)) for k, m in variants.items()}, 3 if args.quick else rounds
+                {k: (lambda m=m, x=x: m(x)) for k, m in variants.items()},
+                3 if args.quick else rounds,
             )
         for k, t in med.items():
             print(
