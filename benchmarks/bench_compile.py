@@ -47,9 +47,8 @@ def main() -> None:
                 3 if args.quick else rounds,
             )
         for k, t in med.items():
-            print(
-                f"| conv {layers}x{channels}, [1, 1, {length}] | {k} | {t * 1e3:.3f} ms | {ratio[k]:.3f}x |"
-            )
+            label = f"conv {layers}x{channels}, [1, 1, {length}]"
+            print(f"| {label} | {k} | {t * 1e3:.3f} ms | {ratio[k]:.3f}x |")
 
 
 if __name__ == "__main__":

@@ -125,5 +125,5 @@ def test_tensordict_module_exports_with_keyword_inputs(tmp_path):
     pt2(bended, path, x=x)
     expected = bended(TensorDict({"x": x}, batch_size=[]))
     module = torch.export.load(str(path)).module()
-    hidden, latent, loc, scale = module(x=x)
+    _, _, loc, scale = module(x=x)
     assert torch.allclose(loc, expected["loc"]) and torch.allclose(scale, expected["scale"])
