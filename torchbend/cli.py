@@ -1,0 +1,291 @@
+"""The ``torchbend`` command: inspect, bend, export, check, play live, and the demo."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from .bended import BendedModule
+from .callbacks.base import BendingCallback
+from .config import BendingConfig
+from .errors import TorchbendError
+
+__all__ = ["load_model", "main", "parse_bend"]
+
+MODEL_FORMS = (
+    "a shipped model name (see torchbend.models), a TorchScript file (.ts/.pt, weight bending "
+    "only), a Python reference module:factory, or module:factory with --checkpoint FILE"
+)
+
+
+def load_model(spec: str, checkpoint: str | None = None) -> nn.Module:
+    """Resolve MODEL as the command line gives it (see ``MODEL_FORMS``)."""
+    path = Path(spec)
+    if path.suffix in (".ts", ".pt", ".jit") and path.exists():
+        return torch.jit.load(str(path))
+    if ":" in spec:
+        module_name, _, attr = spec.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as e:
+            raise TorchbendError(f"cannot import {spec!r} ({e}); MODEL is {MODEL_FORMS}") from None
+        model = factory() if not isinstance(factory, nn.Module) else factory
+        if not isinstance(model, nn.Module):
+            raise TorchbendError(f"{spec} gave a {type(model).__name__}, not an nn.Module")
+        if checkpoint is not None:
+            state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+            model.load_state_dict(
+                state.get("state_dict", state) if isinstance(state, dict) else state
+            )
+        return model.eval()
+    if checkpoint is not None:
+        raise TorchbendError(f"--checkpoint needs MODEL as module:factory, got {spec!r}")
+    from . import models
+
+    try:
+        return models.load(spec)
+    except TorchbendError as e:
+        raise TorchbendError(f"{e}; MODEL is {MODEL_FORMS}") from None
+
+
+def parse_bend(spec: str) -> tuple[BendingCallback, str]:
+    """Parse ``'Mask(prob=0.3, dim=-2)@encoder.*conv$'`` into a callback and a pattern.
+
+    Arguments are Python literals only (numbers, strings, tuples, None): nothing is evaluated.
+    """
+    from .callbacks.loading import callback_from_name
+
+    call, at, pattern = spec.partition("@")
+    if not at or not pattern:
+        raise TorchbendError(f"--bend takes 'Callback(args)@pattern', got {spec!r}")
+    try:
+        node = ast.parse(call.strip(), mode="eval").body
+    except SyntaxError:
+        raise TorchbendError(f"--bend: cannot read {call!r} as Callback(args)") from None
+    if isinstance(node, ast.Name):
+        name, args, kwargs = node.id, [], {}
+    elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+        name = ast.unparse(node.func)
+        try:
+            args = [ast.literal_eval(a) for a in node.args]
+            kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg}
+        except ValueError:
+            raise TorchbendError(f"--bend: arguments of {call!r} must be literals") from None
+    else:
+        raise TorchbendError(f"--bend: cannot read {call!r} as Callback(args)")
+    cls = callback_from_name(name.replace(".", ":") if "." in name else name)
+    try:
+        return cls(*args, **kwargs), pattern
+    except TypeError as e:
+        raise TorchbendError(f"--bend {spec!r}: {e}") from None
+
+
+def _bended(args: argparse.Namespace) -> BendedModule | nn.Module:
+    model = load_model(args.model, getattr(args, "checkpoint", None))
+    if isinstance(model, torch.jit.ScriptModule):
+        return model
+    return BendedModule(model)
+
+
+def _apply_bendings(bended: Any, args: argparse.Namespace) -> list[str]:
+    keys: list[str] = []
+    if isinstance(bended, torch.jit.ScriptModule):
+        return _bend_scripted(bended, args)
+    if getattr(args, "config", None):
+        keys += bended.bend(BendingConfig.load(args.config))
+    for spec in getattr(args, "bend", None) or []:
+        cb, pattern = parse_bend(spec)
+        keys += bended.bend(cb, pattern)
+    return keys
+
+
+def _bend_scripted(module: torch.jit.ScriptModule, args: argparse.Namespace) -> list[str]:
+    """Weight bending of a TorchScript file: its parameters are bent in place (the file on
+    disk is untouched; activations of a scripted graph cannot be reached)."""
+    import re
+
+    specs = [parse_bend(s) for s in getattr(args, "bend", None) or []]
+    if getattr(args, "config", None):
+        specs += [(i.callback, p) for i in BendingConfig.load(args.config) for p in i.patterns]
+    keys = []
+    with torch.no_grad():
+        for cb, pattern in specs:
+            for name, p in module.named_parameters():
+                if re.match(pattern, name):
+                    cb.register(name, p.shape, p.dtype, p.device)
+                    p.copy_(cb.bend_weight(p.detach().clone(), name))
+                    keys.append(name)
+    return keys
+
+
+def _example(args: argparse.Namespace, bended: Any) -> dict[str, Any]:
+    if getattr(args, "audio", None):
+        from .audio import load
+
+        audio, _ = load(
+            args.audio, sample_rate=getattr(bended.module, "sample_rate", None), mono=True
+        )
+        return {"x": audio[None]}
+    shape = [int(s) for s in args.input.split("x")]
+    return {"x": torch.randn(*shape)}
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    bended = _bended(args)
+    if isinstance(bended, torch.jit.ScriptModule):
+        for name, p in bended.named_parameters():
+            print(f"{name}\t{list(p.shape)}")
+        return 0
+    bended.print_weights()
+    inputs = _example(args, bended)
+    name = next(iter(bended._method(args.fn).signature.names))
+    bended.trace(args.fn, **{name: next(iter(inputs.values()))})
+    print()
+    bended.print_activations(args.fn)
+    return 0
+
+
+def cmd_bend(args: argparse.Namespace) -> int:
+    from .audio import load, save
+    from .audio.stream import Stream
+
+    bended = _bended(args)
+    sample_rate = getattr(getattr(bended, "module", bended), "sample_rate", 44100)
+    audio, sr = load(args.input, sample_rate=sample_rate, mono=True)
+    if isinstance(bended, BendedModule):
+        bended.trace(args.fn, **{bended._method(args.fn).signature.names[0]: audio[None, :, :4096]})
+    keys = _apply_bendings(bended, args)
+    print(f"bent {len(keys)} target(s): {keys}", file=sys.stderr)
+    stream = Stream(bended, method=args.fn, block_size=args.block_size, sample_rate=sr)
+    out = stream.process(audio, progress=not args.quiet)
+    save(args.output, out, sr)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from . import export
+
+    bended = _bended(args)
+    if not isinstance(bended, BendedModule):
+        raise TorchbendError("export takes a model that can be traced, not a TorchScript file")
+    inputs = _example(args, bended)
+    arg = bended._method(args.fn).signature.names[0]
+    bended.trace(args.fn, **{arg: next(iter(inputs.values()))})
+    keys = _apply_bendings(bended, args)
+    print(f"bent {len(keys)} target(s)", file=sys.stderr)
+    x = {arg: next(iter(inputs.values()))}
+    if args.format == "nntilde":
+        export.nntilde(bended, args.output, methods=(args.fn,))
+    elif args.format == "torchscript":
+        export.torchscript(bended, args.output)
+    elif args.format == "pt2":
+        export.pt2(bended, args.output, fn=args.fn, **x)
+    else:
+        export.onnx(bended, args.output, fn=args.fn, **x)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .export import check_nntilde
+
+    report = check_nntilde(args.file)
+    print(report)
+    return 0
+
+
+def cmd_live(args: argparse.Namespace) -> int:
+    from .audio.live import live
+
+    bended = _bended(args)
+    if isinstance(bended, BendedModule):
+        bended.trace(
+            args.fn,
+            **{bended._method(args.fn).signature.names[0]: torch.zeros(1, 1, args.block_size)},
+        )
+    _apply_bendings(bended, args)
+    live(bended, method=args.fn, block_size=args.block_size, osc_port=args.osc_port)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    run_demo(Path(args.out))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="torchbend", description="Network bending for PyTorch.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def model_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("model", help=f"MODEL: {MODEL_FORMS}")
+        p.add_argument("--checkpoint", help="weights for a module:factory MODEL")
+        p.add_argument("--fn", default="forward", help="method to trace and run")
+
+    def bend_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--bend", action="append", help="'Callback(args)@pattern', repeatable")
+        p.add_argument("--config", help="a bending configuration (JSON)")
+
+    p = sub.add_parser("inspect", help="print the weights and activations tables")
+    model_args(p)
+    p.add_argument("--input", default="1x1x4096", help="example input shape, e.g. 1x1x4096")
+    p.add_argument("--audio", help="an audio file as example input")
+    p.set_defaults(run=cmd_inspect)
+
+    p = sub.add_parser("bend", help="render an audio file through a bended model")
+    model_args(p)
+    p.add_argument("input")
+    p.add_argument("output")
+    bend_args(p)
+    p.add_argument("--block-size", type=int, default=8192)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(run=cmd_bend)
+
+    p = sub.add_parser("export", help="export a bended model")
+    model_args(p)
+    bend_args(p)
+    p.add_argument("--format", choices=("nntilde", "torchscript", "pt2", "onnx"), default="nntilde")
+    p.add_argument("--input", default="1x1x4096")
+    p.add_argument("-o", "--output", required=True)
+    p.set_defaults(run=cmd_export)
+
+    p = sub.add_parser("check", help="check a .ts file the way nn~ will call it")
+    p.add_argument("file")
+    p.set_defaults(run=cmd_check)
+
+    p = sub.add_parser("live", help="play a bended model on the sound card")
+    model_args(p)
+    bend_args(p)
+    p.add_argument("--osc-port", type=int)
+    p.add_argument("--block-size", type=int, default=2048)
+    p.set_defaults(run=cmd_live)
+
+    p = sub.add_parser("demo", help="bend the shipped model several ways on the shipped sounds")
+    p.add_argument("--out", default="out/demo")
+    p.set_defaults(run=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args))
+    except TorchbendError as e:
+        print(f"torchbend {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
