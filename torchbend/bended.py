@@ -21,7 +21,7 @@ from .config import BendingConfig, ConfigItem
 from .controls import BendingParameter
 from .dispatch import Entry, Method, Signature, clone_inputs
 from .errors import BendingError, GuardError, SelectionError, TracingError, closest
-from .rewriting import ActivationSlot, build_graph_module, install_view
+from .rewriting import ActivationSlot, bent_graph, build_graph_module, install_view
 from .selection import Selection, filter_names, matches, select
 from .tables import Table, show
 from .tracing import BendingTracer, DecisionChanged, FlowStep, TraceResult
@@ -961,8 +961,11 @@ class BendedModule(nn.Module):
         return list(self._traced(fn).result.flow_steps)
 
     def print_graph(self, fn: str = "forward", out: str | Path | None = None) -> str:
-        """Print the bended graph of ``fn`` (bending slots included)."""
-        text = str(self.graph_module(fn).graph)
+        """Print the bended graph of ``fn``: the traced graph with its bending slots."""
+        entry = self._traced(fn)
+        assert entry.gm is not None
+        bent = [n.args[0].name for n in entry.gm.graph.nodes if n.meta.get("tb_slot")]
+        text = str(bent_graph(entry.graph, dict.fromkeys(bent)))
         if out is None:
             print(text)
         else:

@@ -71,18 +71,38 @@ def build_graph_module(
     slots: Mapping[str, ActivationSlot],
     class_name: str,
 ) -> torch.fx.GraphModule:
-    """Compile ``graph`` once, its slots inserted, reading modules and weights from ``view``."""
+    """Compile ``graph`` once, its slots inserted, reading modules and weights from ``view``.
+
+    Modules and weights of ``view`` are attached under flat names (``encoder.0.weight`` as
+    ``encoder_0_weight``) so that the generated code reaches each in one attribute lookup
+    instead of one per level of nesting; ``gm.meta["tb_paths"]`` maps them back.
+    """
     graph = bent_graph(graph, slots)
     root: dict[str, Any] = {}
+    paths: dict[str, str] = {}
+    flat_of: dict[str, str] = {}
     for node in graph.nodes:
         target = str(node.target)
         if node.op == "call_module" and target.startswith(SLOTS + "."):
             root[target] = slots[_node_of_slot(graph, node)]
-        elif node.op == "call_module":
-            root[target] = view.get_submodule(target)
-        elif node.op == "get_attr":
-            root[target] = constants[target] if target in constants else _fetch(view, target)
-    return torch.fx.GraphModule(root, graph, class_name=class_name)
+            continue
+        if node.op not in ("call_module", "get_attr"):
+            continue
+        if node.op == "get_attr" and target in constants:
+            root[target] = constants[target]
+            continue
+        if target not in flat_of:
+            flat = "_tb_" + re.sub(r"[^0-9a-zA-Z_]", "_", target)
+            while flat in paths:
+                flat += "_"
+            flat_of[target], paths[flat] = flat, target
+            root[flat] = (
+                view.get_submodule(target) if node.op == "call_module" else _fetch(view, target)
+            )
+        node.target = flat_of[target]
+    gm = torch.fx.GraphModule(root, graph, class_name=class_name)
+    gm.meta["tb_paths"] = paths
+    return gm
 
 
 def _node_of_slot(graph: torch.fx.Graph, slot: torch.fx.Node) -> str:
@@ -100,12 +120,10 @@ def _fetch(module: nn.Module, target: str) -> Any:
 
 def install_view(gm: torch.fx.GraphModule, view: nn.Module) -> None:
     """Point ``gm``'s modules and weights at ``view`` (after weight bending changed)."""
-    for node in gm.graph.nodes:
-        target = str(node.target)
-        if node.op == "call_module" and not target.startswith(SLOTS + "."):
-            _assign(gm, target, view.get_submodule(target))
-        elif node.op == "get_attr" and not target.startswith("_tb_constant"):
-            _assign(gm, target, _fetch(view, target))
+    for flat, path in gm.meta["tb_paths"].items():
+        current = gm._modules.get(flat)
+        value = view.get_submodule(path) if current is not None else _fetch(view, path)
+        _assign(gm, flat, value)
 
 
 def _assign(gm: nn.Module, target: str, value: Any) -> None:

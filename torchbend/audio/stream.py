@@ -1,0 +1,317 @@
+"""Stream: run a (bended) model on audio block by block, as a plugin host or a sound card does."""
+
+from __future__ import annotations
+
+import collections
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..bended import BendedModule
+from ..errors import AudioError
+
+__all__ = ["MAX_BLOCK_SIZE", "MIN_BLOCK_SIZE", "Stream", "StreamStats"]
+
+MIN_BLOCK_SIZE = 64
+"""Smallest block size a :class:`Stream` takes, in samples."""
+MAX_BLOCK_SIZE = 8192
+"""Largest block size a :class:`Stream` takes, in samples."""
+
+
+@dataclass(frozen=True)
+class StreamStats:
+    """What a :class:`Stream` measured so far (a snapshot: ``stream.stats``)."""
+
+    block_size: int
+    """Samples per block."""
+    sample_rate: int
+    """Sample rate, in Hz; with ``block_size`` it sets each block's time budget."""
+    latency: int
+    """Latency in samples: one block of buffering plus what the model declares (``latency``)."""
+    blocks: int
+    """Blocks processed."""
+    overruns: int
+    """Blocks whose compute time exceeded their budget (``block_size / sample_rate``)."""
+    total_time: float
+    """Compute time of all blocks, in seconds."""
+    median_time: float
+    """Median compute time per block over the last blocks (up to 1000), in seconds."""
+    max_time: float
+    """Longest compute time of a block, in seconds."""
+    last_time: float
+    """Compute time of the last block, in seconds."""
+
+    @property
+    def budget(self) -> float:
+        """Time budget of one block, in seconds: ``block_size / sample_rate``."""
+        return self.block_size / self.sample_rate
+
+    @property
+    def realtime_factor(self) -> float:
+        """Audio time over compute time (``> 1``: faster than real time), from the median."""
+        if self.median_time <= 0.0:
+            return math.inf if self.blocks else 0.0
+        return self.budget / self.median_time
+
+    @property
+    def latency_ms(self) -> float:
+        """``latency`` in milliseconds."""
+        return 1000.0 * self.latency / self.sample_rate
+
+    def __str__(self) -> str:
+        return (
+            f"{self.blocks} blocks of {self.block_size} at {self.sample_rate} Hz: "
+            f"{self.realtime_factor:.1f}x realtime (median {1000 * self.median_time:.2f} ms, "
+            f"max {1000 * self.max_time:.2f} ms, budget {1000 * self.budget:.2f} ms), "
+            f"{self.overruns} overruns, latency {self.latency} samples "
+            f"({self.latency_ms:.1f} ms)"
+        )
+
+
+class Stream:
+    """Push audio through a method of a (bended) model, one block at a time.
+
+    The model sees only full blocks of ``block_size`` samples, as in a plugin host: state the
+    model keeps between calls (cached convolutions, delay lines) carries over from block to
+    block, and a :class:`~torchbend.BendedModule` advances its controls' ramps after each
+    block, so a control change spreads over the next ``ramp`` blocks instead of clicking.
+
+    Channels: with ``channels=1`` (a mono model), each channel of a multichannel input runs
+    as an item of the batch and comes back in its place; a mono input to a model taking
+    ``channels > 1`` is copied to every channel. With ``channels=None`` the input goes in as
+    it is. The model's output may have any number of channels.
+
+    Args:
+        model: a :class:`~torchbend.BendedModule` or a plain ``nn.Module``.
+        method: the method to run: it takes audio ``[batch, channels, time]``.
+        block_size: samples per block, from 64 to 8192; a multiple of ``ratio``.
+        ratio: time compression of the model, in samples per frame (a RAVE ``ratio``);
+            ``None`` reads the model's ``ratio`` attribute, else 1.
+        channels: channels the model takes; ``None`` reads the model's ``channels``,
+            ``n_channels`` or ``in_channels`` attribute if it is an int, else passes the input's
+            channels as they are.
+        sample_rate: sample rate, in Hz (sets the time budget of a block).
+
+    Shape:
+        - Input: ``[channels, time]`` or ``[batch, channels, time]``, any ``time``
+          (``process``); exactly ``block_size`` samples (``process_block``).
+        - Output: same rank, ``[..., out_channels, time]`` for audio-to-audio methods; a method
+          that changes the rate (``encode``) gives ``ceil(time * frames / block_size)`` frames.
+
+    Example:
+        >>> import torch, torchbend as tb
+        >>> stream = Stream(torch.nn.Identity(), block_size=256)
+        >>> x = torch.randn(2, 1000)
+        >>> bool((stream.process(x) == x).all())
+        True
+        >>> stream.stats.blocks, stream.stats.latency
+        (4, 256)
+
+    Notes:
+        ``process`` pads the last partial block with zeros and trims the output, so a
+        stateful model has seen that padding afterwards: call :meth:`reset` before streaming
+        an unrelated signal. A model with a ``latency`` of its own delays its output by that
+        many samples; ``process`` keeps the output as long as the input, so its last samples
+        are those still in flight.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        method: str = "forward",
+        block_size: int = 2048,
+        ratio: int | None = None,
+        channels: int | None = None,
+        sample_rate: int = 44100,
+    ) -> None:
+        if not isinstance(model, nn.Module):
+            raise AudioError(f"Stream takes an nn.Module or a BendedModule, got {type(model)}")
+        inner = model.module if isinstance(model, BendedModule) else model
+        impl = getattr(inner, method, None)
+        if not callable(impl) or isinstance(impl, nn.Module):
+            raise AudioError(f"{type(inner).__name__} has no method {method!r} to stream")
+        if ratio is None:
+            ratio = _int_attribute(inner, "ratio", None) or 1
+        if channels is None:
+            for name in ("channels", "n_channels", "in_channels"):
+                channels = _int_attribute(inner, name, None)
+                if channels is not None:
+                    break
+        for label, value in (("ratio", ratio), ("sample_rate", sample_rate)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise AudioError(f"{label} must be a positive int, got {value!r}")
+        if channels is not None and (not isinstance(channels, int) or channels < 1):
+            raise AudioError(f"channels must be a positive int or None, got {channels!r}")
+        _check_block_size(block_size, ratio)
+        self.model = model
+        self.method = method
+        self.block_size = block_size
+        self.ratio = ratio
+        self.channels = channels
+        self.sample_rate = sample_rate
+        self.model_latency = _int_attribute(inner, "latency", 0) or 0
+        self._inner = inner
+        self._fn: Callable[[torch.Tensor], Any]
+        if isinstance(model, BendedModule):
+            bended = model
+            self._fn = lambda x: bended.call(method, x)
+        else:
+            self._fn = impl
+        self._recent: collections.deque[float] = collections.deque(maxlen=1000)
+        self._blocks = 0
+        self._overruns = 0
+        self._total = 0.0
+        self._max = 0.0
+        self._last = 0.0
+
+    @property
+    def latency(self) -> int:
+        """Latency in samples: one block of buffering plus the model's declared ``latency``."""
+        return self.block_size + self.model_latency
+
+    @property
+    def stats(self) -> StreamStats:
+        """Timings measured so far, as a :class:`StreamStats` snapshot."""
+        return StreamStats(
+            block_size=self.block_size,
+            sample_rate=self.sample_rate,
+            latency=self.latency,
+            blocks=self._blocks,
+            overruns=self._overruns,
+            total_time=self._total,
+            median_time=statistics.median(self._recent) if self._recent else 0.0,
+            max_time=self._max,
+            last_time=self._last,
+        )
+
+    def reset(self, cache: bool = True) -> None:
+        """Clear the timings and, with ``cache``, the model's state (its ``reset_cache()``)."""
+        self._recent.clear()
+        self._blocks = self._overruns = 0
+        self._total = self._max = self._last = 0.0
+        reset_cache = getattr(self._inner, "reset_cache", None)
+        if cache and callable(reset_cache):
+            reset_cache()
+
+    def process(self, audio: torch.Tensor) -> torch.Tensor:
+        """Stream ``audio`` of any length block by block; the output has the same length."""
+        x, batched = self._as_batch(audio)
+        length = x.shape[-1]
+        blocks = max(1, math.ceil(length / self.block_size))
+        padded = blocks * self.block_size
+        if padded != length:
+            x = torch.nn.functional.pad(x, (0, padded - length))
+        outs = [
+            self._run(x[..., i * self.block_size : (i + 1) * self.block_size])
+            for i in range(blocks)
+        ]
+        y = torch.cat(outs, -1)
+        out_length = math.ceil(length * y.shape[-1] / padded)
+        y = y[..., :out_length]
+        return y if batched else y[0]
+
+    def process_block(self, block: torch.Tensor) -> torch.Tensor:
+        """Process one block of exactly ``block_size`` samples (what a host's callback does)."""
+        x, batched = self._as_batch(block)
+        if x.shape[-1] != self.block_size:
+            raise AudioError(
+                f"process_block takes blocks of {self.block_size} samples, got "
+                f"{x.shape[-1]} (shape {list(block.shape)}); use process() for any length"
+            )
+        y = self._run(x)
+        return y if batched else y[0]
+
+    def _as_batch(self, audio: torch.Tensor) -> tuple[torch.Tensor, bool]:
+        if not isinstance(audio, torch.Tensor) or audio.dim() not in (2, 3):
+            shape = list(audio.shape) if isinstance(audio, torch.Tensor) else type(audio).__name__
+            raise AudioError(
+                f"Stream takes audio [channels, time] or [batch, channels, time], got {shape}"
+                "; add a channel axis to a 1-d signal with x[None]"
+            )
+        if audio.dim() == 2:
+            return audio[None], False
+        return audio, True
+
+    def _run(self, x: torch.Tensor) -> torch.Tensor:
+        batch, channels = x.shape[0], x.shape[1]
+        fold = self.channels == 1 and channels > 1
+        if fold:
+            x = x.reshape(batch * channels, 1, x.shape[-1])
+        elif self.channels is not None and channels != self.channels:
+            if channels != 1:
+                raise AudioError(
+                    f"{type(self._inner).__name__}.{self.method} takes {self.channels} "
+                    f"channels, got {channels}; give mono or {self.channels}-channel audio"
+                )
+            x = x.expand(batch, self.channels, x.shape[-1])
+        start = time.perf_counter()
+        with torch.no_grad():
+            y = self._fn(x)
+        elapsed = time.perf_counter() - start
+        if not isinstance(y, torch.Tensor) or y.dim() != 3:
+            shape = list(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__
+            raise AudioError(
+                f"{type(self._inner).__name__}.{self.method} must return a tensor "
+                f"[batch, channels, time] to stream, got {shape}"
+            )
+        if fold:
+            y = y.reshape(batch, channels * y.shape[1], y.shape[-1])
+        self._count(elapsed)
+        return y
+
+    def _count(self, elapsed: float) -> None:
+        self._blocks += 1
+        self._total += elapsed
+        self._last = elapsed
+        self._max = max(self._max, elapsed)
+        self._recent.append(elapsed)
+        if elapsed > self.block_size / self.sample_rate:
+            self._overruns += 1
+
+    def __repr__(self) -> str:
+        name = type(self._inner).__name__
+        args = [f"{name}", f"block_size={self.block_size}"]
+        if self.method != "forward":
+            args.insert(1, f"method={self.method!r}")
+        if self.ratio != 1:
+            args.append(f"ratio={self.ratio}")
+        if self.channels is not None:
+            args.append(f"channels={self.channels}")
+        if self.sample_rate != 44100:
+            args.append(f"sample_rate={self.sample_rate}")
+        return f"Stream({', '.join(args)})"
+
+
+def _int_attribute(module: nn.Module, name: str, default: int | None) -> int | None:
+    value = getattr(module, name, None)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return default
+    return value
+
+
+def _check_block_size(block_size: int, ratio: int) -> None:
+    if isinstance(block_size, bool) or not isinstance(block_size, int):
+        raise AudioError(f"block_size must be an int, got {block_size!r}")
+    if not MIN_BLOCK_SIZE <= block_size <= MAX_BLOCK_SIZE:
+        raise AudioError(
+            f"block_size must be between {MIN_BLOCK_SIZE} and {MAX_BLOCK_SIZE} samples, "
+            f"got {block_size}"
+        )
+    if block_size % ratio:
+        low = block_size // ratio * ratio
+        valid = [n for n in (low, low + ratio) if MIN_BLOCK_SIZE <= n <= MAX_BLOCK_SIZE]
+        hint = (
+            f"; the nearest valid sizes are {' and '.join(map(str, valid))}"
+            if valid
+            else f"; no block size from {MIN_BLOCK_SIZE} to {MAX_BLOCK_SIZE} is a multiple of it"
+        )
+        raise AudioError(
+            f"block_size {block_size} is not a multiple of the model's ratio {ratio} "
+            f"(samples per latent frame){hint}"
+        )
