@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job: set-up, then the demo (bends a small audio model several ways).
+# The main job: set-up, then the demo (the shipped model bent several ways on the shipped sounds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh tensordict
-.venv/bin/python examples/demo.py "$@"
+bash scripts/setup.sh demo
+.venv/bin/torchbend demo "$@"
