@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from torch import nn
@@ -376,3 +378,26 @@ def test_leaf_set_is_configurable():
         leaf.trace(x=x)
         assert [a.name for a in leaf.activations(op="call_module")] == ["block"]
         assert torch.equal(leaf(x), traced_through.module(x))
+
+
+def test_state_registered_while_tracing_another_method_is_concrete():
+    class AE(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv1d(1, 4, 3)
+
+        def encode(self, x):
+            return self.conv(x)
+
+        def forward(self, x):
+            return self.conv(x) * 2
+
+    x = torch.randn(1, 1, 16)
+    bended = tb.BendedModule(AE())
+    bended.trace(x=x)
+    mask = tb.Mask(0.5, dim=-2, seed=0)
+    bended.bend(mask, "conv$")
+    bended.trace("encode", x=x)
+    state = mask.state("encode:conv")
+    assert type(state) is torch.Tensor
+    assert copy.deepcopy(mask).state("encode:conv").shape == state.shape

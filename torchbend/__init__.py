@@ -1,5 +1,6 @@
 """torchbend: trace, inspect and bend the weights and activations of PyTorch modules."""
 
+from . import export
 from .bended import ActivationInfo, BendedModule, Bending
 from .callbacks import (
     Ablate,
@@ -93,5 +94,6 @@ __all__ = [
     "TracingError",
     "__version__",
     "callback_from_name",
+    "export",
     "load_callbacks",
 ]

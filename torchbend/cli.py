@@ -138,18 +138,25 @@ def _example(args: argparse.Namespace, bended: Any) -> dict[str, Any]:
     return {"x": torch.randn(*shape)}
 
 
+def _trace(bended: BendedModule, fn: str, x: torch.Tensor) -> None:
+    """Trace ``fn`` with ``x`` as its first argument (whatever the argument's name)."""
+    names = bended._method(fn).signature.names
+    if not names:
+        raise TorchbendError(f"{fn} takes no argument to feed audio to")
+    inputs: dict[str, Any] = {names[0]: x}
+    bended.trace(fn, **inputs)
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
-    bended = _bended(args)
-    if isinstance(bended, torch.jit.ScriptModule):
-        for name, p in bended.named_parameters():
+    model = _bended(args)
+    if not isinstance(model, BendedModule):
+        for name, p in model.named_parameters():
             print(f"{name}\t{list(p.shape)}")
         return 0
-    bended.print_weights()
-    inputs = _example(args, bended)
-    name = next(iter(bended._method(args.fn).signature.names))
-    bended.trace(args.fn, **{name: next(iter(inputs.values()))})
+    model.print_weights()
+    _trace(model, args.fn, next(iter(_example(args, model).values())))
     print()
-    bended.print_activations(args.fn)
+    model.print_activations(args.fn)
     return 0
 
 
@@ -157,40 +164,58 @@ def cmd_bend(args: argparse.Namespace) -> int:
     from .audio import load, save
     from .audio.stream import Stream
 
-    bended = _bended(args)
-    sample_rate = getattr(getattr(bended, "module", bended), "sample_rate", 44100)
+    model = _bended(args)
+    inner = model.module if isinstance(model, BendedModule) else model
+    sample_rate = int(getattr(inner, "sample_rate", 44100))
     audio, sr = load(args.input, sample_rate=sample_rate, mono=True)
-    if isinstance(bended, BendedModule):
-        bended.trace(args.fn, **{bended._method(args.fn).signature.names[0]: audio[None, :, :4096]})
-    keys = _apply_bendings(bended, args)
+    if isinstance(model, BendedModule):
+        ratio = int(getattr(inner, "ratio", 1))
+        _trace(model, args.fn, audio[None, :, : max(ratio, 4096 // ratio * ratio)])
+    keys = _apply_bendings(model, args)
     print(f"bent {len(keys)} target(s): {keys}", file=sys.stderr)
-    stream = Stream(bended, method=args.fn, block_size=args.block_size, sample_rate=sr)
-    out = stream.process(audio, progress=not args.quiet)
+    stream = Stream(model, method=args.fn, block_size=args.block_size, sample_rate=sr)
+    length = audio.shape[-1]
+    blocks = -(-length // args.block_size)
+    padded = torch.nn.functional.pad(audio, (0, blocks * args.block_size - length))
+    outs = []
+    with torch.inference_mode():
+        for i in range(blocks):
+            outs.append(
+                stream.process_block(padded[..., i * args.block_size : (i + 1) * args.block_size])
+            )
+            if not args.quiet:
+                done = (i + 1) / blocks
+                bar = "#" * int(30 * done)
+                print(f"\r[{bar:<30}] {done:4.0%}", end="", file=sys.stderr, flush=True)
+    if not args.quiet:
+        print(file=sys.stderr)
+    out = torch.cat(outs, -1)
+    out = out[..., : round(length * out.shape[-1] / padded.shape[-1])]
     save(args.output, out, sr)
-    print(f"wrote {args.output}", file=sys.stderr)
+    print(f"wrote {args.output} ({stream.stats.realtime_factor:.0f}x realtime)", file=sys.stderr)
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     from . import export
 
-    bended = _bended(args)
-    if not isinstance(bended, BendedModule):
+    model = _bended(args)
+    if not isinstance(model, BendedModule):
         raise TorchbendError("export takes a model that can be traced, not a TorchScript file")
-    inputs = _example(args, bended)
-    arg = bended._method(args.fn).signature.names[0]
-    bended.trace(args.fn, **{arg: next(iter(inputs.values()))})
-    keys = _apply_bendings(bended, args)
+    x = next(iter(_example(args, model).values()))
+    _trace(model, args.fn, x)
+    keys = _apply_bendings(model, args)
     print(f"bent {len(keys)} target(s)", file=sys.stderr)
-    x = {arg: next(iter(inputs.values()))}
+    inputs: dict[str, Any] = {model._method(args.fn).signature.names[0]: x}
     if args.format == "nntilde":
-        export.nntilde(bended, args.output, methods=(args.fn,))
+        sample_rate = int(getattr(model.module, "sample_rate", 44100))
+        export.nntilde(model, args.output, methods=(args.fn,), sample_rate=sample_rate)
     elif args.format == "torchscript":
-        export.torchscript(bended, args.output)
+        export.torchscript(model, args.output)
     elif args.format == "pt2":
-        export.pt2(bended, args.output, fn=args.fn, **x)
+        export.pt2(model, args.output, fn=args.fn, **inputs)
     else:
-        export.onnx(bended, args.output, fn=args.fn, **x)
+        export.onnx(model, args.output, fn=args.fn, **inputs)
     print(f"wrote {args.output}")
     return 0
 
@@ -206,14 +231,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_live(args: argparse.Namespace) -> int:
     from .audio.live import live
 
-    bended = _bended(args)
-    if isinstance(bended, BendedModule):
-        bended.trace(
-            args.fn,
-            **{bended._method(args.fn).signature.names[0]: torch.zeros(1, 1, args.block_size)},
-        )
-    _apply_bendings(bended, args)
-    live(bended, method=args.fn, block_size=args.block_size, osc_port=args.osc_port)
+    model = _bended(args)
+    if isinstance(model, BendedModule):
+        _trace(model, args.fn, torch.zeros(1, 1, args.block_size))
+    _apply_bendings(model, args)
+    live(model, method=args.fn, block_size=args.block_size, osc_port=args.osc_port)
     return 0
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from .bended import BendedModule
-from .callbacks import Mask, Noise, Scale
+from .callbacks import BendingCallback, Mask, Noise, Scale
 from .controls import BendingParameter
 
 __all__ = ["BENDINGS", "SOUNDS", "run_demo"]
@@ -89,7 +89,7 @@ def run_demo(out: Path, seconds: float | None = None) -> dict[str, dict[str, tor
     bended.print_activations(op="call_module")
 
     depth = BendingParameter("depth", 1.0, range=(-4.0, 4.0), ramp=1)
-    setups = {
+    setups: dict[str, list[tuple[BendingCallback, str]]] = {
         "original": [],
         "noisy_decoder_weight": [(Noise(std=0.3, seed=0), r"decoder\.5\.weight")],
         "masked_hidden_channels": [(Mask(prob=0.5, dim=-2, seed=1), "encoder_8$")],

@@ -17,7 +17,8 @@ __all__ = ["Affine", "Bias", "Scale"]
 # (``torch.jit.annotate`` tells TorchScript its type): TorchScript does not compile the branch
 # that ``torch.jit.is_scripting()`` rules out, and could not read a live control anyway. The
 # public properties read through ``self.value``, which TorchScript cannot compile either, so
-# they are listed in ``__jit_unused_properties__``.
+# they are listed in ``__jit_unused_properties__``, and ``bend_weight`` has the same two ways
+# (``torchbend.export`` compiles it to bend weights again when a control changes).
 
 
 def add(x: torch.Tensor, bias: float | torch.Tensor) -> torch.Tensor:
@@ -76,6 +77,8 @@ class Bias(BendingCallback):
         return add(x, bias)
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        if torch.jit.is_scripting():
+            return add(weight, torch.jit.annotate(float, self._bias))
         return add(weight, self.bias)
 
     def extra_repr(self) -> str:
@@ -119,6 +122,8 @@ class Scale(BendingCallback):
         return multiply(x, scale)
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        if torch.jit.is_scripting():
+            return multiply(weight, torch.jit.annotate(float, self._scale))
         return multiply(weight, self.scale)
 
     def extra_repr(self) -> str:
@@ -172,6 +177,9 @@ class Affine(BendingCallback):
         return add(multiply(x, scale), bias)
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        if torch.jit.is_scripting():
+            scale = torch.jit.annotate(float, self._scale)
+            return add(multiply(weight, scale), torch.jit.annotate(float, self._bias))
         return add(multiply(weight, self.scale), self.bias)
 
     def extra_repr(self) -> str:

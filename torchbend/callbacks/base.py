@@ -38,7 +38,12 @@ class BendingCallback(nn.Module):
     scriptable: ClassVar[bool] = True
     """Whether ``torch.jit.script`` can compile this callback (checked before exporting)."""
 
-    __jit_ignored_attributes__: ClassVar[list[str]] = ["scriptable"]
+    live_arguments: ClassVar[tuple[str, ...] | None] = None
+    """Numeric arguments whose new values need no state derived again (read as they are at
+    each call), so that an exported module can take them as controls. ``None``: all of them
+    if the callback keeps its default :meth:`control_changed` and no per-target state."""
+
+    __jit_ignored_attributes__: ClassVar[list[str]] = ["scriptable", "live_arguments"]
 
     def __init__(self) -> None:
         super().__init__()

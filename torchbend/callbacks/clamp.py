@@ -105,6 +105,8 @@ class Clamp(BendingCallback):
         return clamp(x, low, high)
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        if torch.jit.is_scripting():
+            return self.bend(weight, name)  # scripted, bend reads the plain numbers
         return clamp(weight, self.min, self.max)
 
     def extra_repr(self) -> str:

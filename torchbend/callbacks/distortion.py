@@ -103,6 +103,8 @@ class SoftClip(BendingCallback):
         return soft_clip(x, drive)
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        if torch.jit.is_scripting():
+            return self.bend(weight, name)  # scripted, bend reads the plain numbers
         return soft_clip(weight, self.drive)
 
     def extra_repr(self) -> str:
@@ -307,6 +309,8 @@ class Spread(BendingCallback):
         return spread(x, amount)
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        if torch.jit.is_scripting():
+            return self.bend(weight, name)  # scripted, bend reads the plain numbers
         return spread(weight, self.amount)
 
     def extra_repr(self) -> str:

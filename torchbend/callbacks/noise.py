@@ -72,6 +72,8 @@ class Noise(BendingCallback):
 
     __jit_unused_properties__: ClassVar[list[str]] = ["std", "seed"]
 
+    live_arguments: ClassVar[tuple[str, ...] | None] = ("std",)
+
     def __init__(
         self,
         std: float | Control = 0.1,
@@ -132,24 +134,27 @@ class Noise(BendingCallback):
         generator: torch.Generator | None,
         std: float | torch.Tensor,
     ) -> torch.Tensor:
+        # One return per type of ``std``, each without reassigning it: TorchScript compiles a
+        # refined variable that is reassigned after an early return, but writes code for it
+        # that ``torch.jit.load`` rejects (a float in one branch, a Tensor in the other).
+        if isinstance(std, torch.Tensor):
+            return self._combine(x, self._draw(x, generator) * std)
         # Short-circuit rather than add 0. * n: -0.0 + 0.0 is +0.0, and the identity must be exact.
-        if not isinstance(std, torch.Tensor):
-            if std == 0.0:
-                return x
+        if std == 0.0:
+            return x
+        return self._combine(x, self._draw(x, generator) * std)
+
+    def _draw(self, x: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         shape = list(x.shape)
         dims = self.dims
         if dims is not None:
             shape = kept_shape(shape, dims)
         dtype = x.dtype if x.is_floating_point() else torch.float32
         if generator is None:
-            n = torch.randn(shape, dtype=dtype, device=x.device)
-        else:
-            n = torch.randn(shape, generator=generator).to(dtype=dtype, device=x.device)
-        # Two branches, so that TorchScript knows which product each one is.
-        if isinstance(std, torch.Tensor):
-            n = n * std
-        else:
-            n = n * std
+            return torch.randn(shape, dtype=dtype, device=x.device)
+        return torch.randn(shape, generator=generator).to(dtype=dtype, device=x.device)
+
+    def _combine(self, x: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
         if self.op == "mul":
             return x * (1.0 + n)
         return x + n

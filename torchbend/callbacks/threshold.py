@@ -63,6 +63,8 @@ class Threshold(BendingCallback):
         return threshold(x, value)
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        if torch.jit.is_scripting():
+            return self.bend(weight, name)  # scripted, bend reads the plain numbers
         return threshold(weight, self.value("value"))
 
     def extra_repr(self) -> str:

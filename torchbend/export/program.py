@@ -89,7 +89,8 @@ def exportable(
         )
     root = bended.module
     if fn == "forward" and is_tensordict_module(root) and "tensordict" not in inputs:
-        in_keys, out_keys = list(root.in_keys), list(root.out_keys)
+        in_keys: list[Any] = list(getattr(root, "in_keys", []))
+        out_keys: list[Any] = list(getattr(root, "out_keys", []))
         flat = {_flat(k): k for k in in_keys}
         unknown = sorted(set(inputs) - set(flat))
         if unknown:

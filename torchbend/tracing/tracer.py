@@ -480,9 +480,18 @@ class BendingTracer(torch.fx.Tracer):
             return proxy
         value = self._execute(node, kind, target, args, kwargs)
         if self.on_value is not None:
-            value = self.on_value(node, value)
+            value = self._concrete_hook(node, value)
         self._annotate(node, kind, target, args, value)
         return proxy
+
+    def _concrete_hook(self, node: Node, value: Any) -> Any:
+        """Run ``on_value`` as concrete code: factories and module calls in it are not traced."""
+        assert self.on_value is not None
+        self.executing += 1
+        try:
+            return self.on_value(node, value)
+        finally:
+            self.executing -= 1
 
     def to_bool(self, obj: torch.fx.Proxy) -> bool:
         return bool(self._decide(obj, "bool", "logical"))
@@ -539,7 +548,7 @@ class BendingTracer(torch.fx.Tracer):
                 else {}
             )
         if self.on_value is not None and isinstance(value, torch.Tensor):
-            value = self.on_value(node, value)
+            value = self._concrete_hook(node, value)
         node.meta["tb_value"] = value
         if not _is_proxied_input(value):
             # ``*args``/``**kwargs`` left empty are no input of the call: nothing to guard.

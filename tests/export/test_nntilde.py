@@ -1,0 +1,206 @@
+"""nn~ export: the nn~ Python contract, the checks run at export, streaming state, bad inputs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from torch import nn
+
+import torchbend as tb
+from torchbend.errors import ExportError
+from torchbend.export import check_nntilde, nntilde, torchscript
+
+
+class Encoder(nn.Module):
+    """Compresses time by ``ratio``: [B, 1, T] -> [B, 2, T / ratio]."""
+
+    def __init__(self, ratio: int = 2048) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(1, 4, ratio, stride=ratio)
+        self.proj = nn.Conv1d(4, 2, 1)
+
+    def forward(self, x):
+        return self.proj(torch.tanh(self.conv(x)))
+
+
+class Causal(nn.Module):
+    """A streaming causal convolution: keeps the last ``context`` input samples of each batch
+    row in a buffer and prepends them to the next block."""
+
+    def __init__(self, context: int = 2, max_batch: int = 4) -> None:
+        super().__init__()
+        self.context = context
+        self.conv = nn.Conv1d(1, 2, context + 1)
+        self.register_buffer("cache", torch.zeros(max_batch, 1, context))
+
+    def forward(self, x):
+        x = torch.cat([self.cache[: x.shape[0]], x], -1)
+        self.cache[: x.shape[0]] = x[..., x.shape[-1] - self.context :]
+        return self.conv(x)
+
+
+def bended_encoder(ratio: int = 2048) -> tb.BendedModule:
+    torch.manual_seed(0)
+    bended = tb.BendedModule(Encoder(ratio))
+    bended.trace(x=torch.randn(1, 1, 2 * ratio))
+    gain = tb.BendingParameter("gain", 1.0, range=(0.0, 2.0))
+    bended.bend(tb.Scale(gain), "tanh$")
+    bended.bend(tb.Bias(0.5 * gain), r"proj\.bias")
+    return bended
+
+
+def test_ratio_and_channels_are_inferred_and_checked(tmp_path):
+    report = nntilde(bended_encoder(), tmp_path / "enc.ts")
+    (method,) = report.methods
+    assert (method.in_channels, method.in_ratio, method.out_channels, method.out_ratio) == (
+        1,
+        1,
+        2,
+        2048,
+    )
+    assert method.buffer_sizes == (2048, 4096, 8192)
+    assert report.attributes == ("gain",)
+    assert "forward" in str(report)
+
+
+def test_file_follows_the_nn_tilde_contract(tmp_path):
+    bended = bended_encoder()
+    path = tmp_path / "enc.ts"
+    nntilde(bended, path, sample_rate=48000)
+    m = torch.jit.load(str(path))
+    assert m.get_methods() == ["forward"]
+    assert m.get_attributes() == ["gain"]
+    assert m.forward_params.tolist() == [1, 1, 2, 2048]
+    assert m.forward_input_labels == ["(signal) model input 0"]
+    assert len(m.forward_output_labels) == 2
+    assert m.gain_params.tolist() == [2]  # nn~'s code for float
+    assert m.get_gain() == (1.0,)
+    assert m.set_gain(3.0) == -1 and m.get_gain() == (1.0,)
+    assert m.set_gain(1.5) == 0 and m.get_gain() == (1.5,)
+    assert m.get_sample_rate() == 48000
+    bended.update("gain", 1.5)
+    x = torch.randn(1, 1, 4096)
+    with torch.no_grad():
+        assert torch.equal(m(x), bended(x))
+
+
+def test_file_runs_without_torchbend(tmp_path):
+    bended = bended_encoder(16)
+    path = tmp_path / "enc.ts"
+    nntilde(bended, path)
+    x = torch.randn(4, 1, 64)
+    with torch.no_grad():
+        torch.save({"x": x, "y": bended(x)}, tmp_path / "expected.pt")
+    code = "import sys; sys.modules['torchbend'] = None\n" + textwrap.dedent(
+        f"""
+        import torch
+        m = torch.jit.load({str(path)!r})
+        d = torch.load({str(tmp_path / "expected.pt")!r})
+        assert m.get_methods() == ["forward"] and m.get_attributes() == ["gain"]
+        with torch.no_grad():
+            assert torch.equal(m.forward(d["x"]), d["y"])
+        assert m.set_gain(1.5) == 0 and m.get_gain() == (1.5,)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_params_and_labels_can_be_given(tmp_path):
+    path = tmp_path / "enc.ts"
+    nntilde(
+        bended_encoder(16),
+        path,
+        params={"forward": [1, 1, 2, 16]},
+        input_labels={"forward": ["audio"]},
+        output_labels={"forward": ["latent 0", "latent 1"]},
+    )
+    m = torch.jit.load(str(path))
+    assert m.forward_output_labels == ["latent 0", "latent 1"]
+
+
+def test_a_wrong_override_fails_the_self_test_and_leaves_no_file(tmp_path):
+    path = tmp_path / "enc.ts"
+    with pytest.raises(
+        ExportError, match=r"'forward'.*expected output shape \[1, 3, 1\].*got \[1, 2, 1\]"
+    ):
+        nntilde(bended_encoder(16), path, params={"forward": [1, 1, 3, 16]})
+    assert not path.exists()
+
+
+def test_streaming_state_carries_across_calls(tmp_path):
+    torch.manual_seed(0)
+    model = Causal()
+    bended = tb.BendedModule(model)
+    bended.trace(x=torch.randn(1, 1, 64))
+    model.cache.zero_()  # tracing ran the model once
+    bended.bend(tb.Scale(0.5), r"conv\.weight")
+    path = tmp_path / "causal.ts"
+    nntilde(bended, path)
+    exported = torch.jit.load(str(path))
+    x = torch.randn(4, 1, 256)
+    with torch.no_grad():
+        blocks = torch.cat([exported(b) for b in x.split(64, -1)], -1)
+        model.cache.zero_()
+        whole = bended(x)
+    assert torch.equal(blocks, whole)
+
+
+def test_check_nntilde_rejects_a_plain_torchscript_file(tmp_path):
+    path = tmp_path / "plain.pt"
+    torchscript(bended_encoder(16), path)
+    with pytest.raises(ExportError, match="not an nn~ file"):
+        check_nntilde(path)
+
+
+def test_unscriptable_callback(tmp_path):
+    bended = bended_encoder(16)
+    bended.bend(tb.Lambda(torch.sin), "tanh$")
+    with pytest.raises(ExportError, match=r"Lambda.*scriptable = False"):
+        nntilde(bended, tmp_path / "x.ts")
+
+
+def test_method_not_traced(tmp_path):
+    with pytest.raises(ExportError, match=r"'decode'.*traced: \['forward'\]"):
+        nntilde(bended_encoder(16), tmp_path / "x.ts", methods=["decode"])
+
+
+def test_wrong_rank_output(tmp_path):
+    class Pool(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv1d(1, 3, 1)
+
+        def forward(self, x):
+            return self.conv(x).mean(-1)
+
+    bended = tb.BendedModule(Pool())
+    bended.trace(x=torch.randn(1, 1, 64))
+    with pytest.raises(ExportError, match=r"'forward'.*3-D output.*2-D \[1, 3\]"):
+        nntilde(bended, tmp_path / "x.ts")
+
+
+def test_ratio_that_is_not_a_power_of_two(tmp_path):
+    bended = tb.BendedModule(nn.Sequential(nn.Conv1d(1, 2, 3, stride=3)))
+    bended.trace(input=torch.randn(1, 1, 48))
+    with pytest.raises(ExportError, match=r"out_ratio 3 is not a power of two"):
+        nntilde(bended, tmp_path / "x.ts")
+
+
+def test_graph_that_depends_on_the_length(tmp_path):
+    class Chunks(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv1d(1, 1, 1)
+
+        def forward(self, x):
+            return torch.cat([self.conv(x[..., i : i + 16]) for i in range(0, x.shape[-1], 16)], -1)
+
+    bended = tb.BendedModule(Chunks())
+    bended.trace(x=torch.randn(1, 1, 64))
+    with pytest.raises(ExportError, match=r"depends on x\.shape\[-1\]"):
+        nntilde(bended, tmp_path / "x.ts")

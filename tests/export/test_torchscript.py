@@ -1,0 +1,218 @@
+"""TorchScript export: scripted == bended, controls as set_/get_ methods, no torchbend to load."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from unittest import mock
+
+import pytest
+import torch
+from torch import nn
+
+import torchbend as tb
+from torchbend.errors import ExportError
+from torchbend.export import torchscript
+
+BLOCK_TORCHBEND = "import sys; sys.modules['torchbend'] = None\n"
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(1, 8, 3, padding=1)
+        self.out = nn.Conv1d(8, 2, 3, padding=1)
+
+    def forward(self, x):
+        return self.out(torch.tanh(self.conv(x)))
+
+    def encode(self, x):
+        return torch.tanh(self.conv(x))
+
+
+def bended_net(encode: bool = False) -> tuple[tb.BendedModule, dict[str, tb.BendingParameter]]:
+    torch.manual_seed(0)
+    bended = tb.BendedModule(Net())
+    bended.trace(x=torch.randn(1, 1, 32))
+    if encode:
+        bended.trace("encode", x=torch.randn(1, 1, 32))
+    gain = tb.BendingParameter("gain", 1.0, range=(0.0, 4.0))
+    depth = tb.BendingParameter("depth", 0.5, range=(0.0, 1.0), clamp=True)
+    bended.bend(tb.Scale(gain), "tanh$")  # activation, live
+    bended.bend(tb.Affine(1.0 - depth, 0.05), r"out\.weight")  # weight, recomputed
+    bended.bend(tb.Mask(0.25, dim=-2, seed=0), "conv$")  # activation, fixed state
+    bended.bend(tb.Scale(2.0) >> tb.Bias(depth), r"conv\.bias")  # a chain on a weight
+    return bended, bended.controllables
+
+
+def test_scripted_matches_bended_bit_for_bit():
+    bended, _ = bended_net()
+    scripted = torchscript(bended)
+    x = torch.randn(3, 1, 48)
+    with torch.no_grad():
+        assert torch.equal(scripted(x), bended(x))
+
+
+def test_set_control_has_the_effect_of_update():
+    bended, _ = bended_net()
+    scripted = bended.script()
+    x = torch.randn(2, 1, 32)
+    for name, value in [("gain", 2.5), ("depth", 0.9), ("gain", 0.0), ("depth", 0.0)]:
+        assert getattr(scripted, f"set_{name}")(value) == 0
+        bended.update(name, value)
+        assert getattr(scripted, f"get_{name}")() == value
+        with torch.no_grad():
+            assert torch.equal(scripted(x), bended(x)), (name, value)
+
+
+def test_out_of_range_is_refused_or_clamped():
+    bended, _ = bended_net()
+    scripted = torchscript(bended)
+    assert scripted.set_gain(3.0) == 0
+    assert scripted.set_gain(5.0) == -1
+    assert scripted.set_gain(float("nan")) == -1
+    assert scripted.get_gain() == 3.0
+    assert scripted.set_depth(7.0) == 0  # clamp=True
+    assert scripted.get_depth() == 1.0
+
+
+def test_every_traced_method_is_exported():
+    bended, _ = bended_net(encode=True)
+    scripted = torchscript(bended)
+    x = torch.randn(1, 1, 32)
+    with torch.no_grad():
+        assert torch.equal(scripted.encode(x), bended.encode(x))
+        assert torch.equal(scripted(x), bended(x))
+    only = torchscript(bended, methods=["encode"])
+    with torch.no_grad():
+        assert torch.equal(only.encode(x), bended.encode(x))
+    with pytest.raises(Exception, match="forward"):
+        only(x)
+
+
+def test_export_is_a_snapshot():
+    bended, _ = bended_net()
+    scripted = torchscript(bended)
+    x = torch.randn(1, 1, 32)
+    with torch.no_grad():
+        before = scripted(x)
+        bended.update("gain", 0.0)
+        bended.reset()
+        assert torch.equal(scripted(x), before)
+
+
+def test_saved_file_loads_and_runs_without_torchbend(tmp_path):
+    bended, _ = bended_net()
+    path = tmp_path / "bent.pt"
+    torchscript(bended, path)
+    x = torch.randn(2, 1, 32)
+    with torch.no_grad():
+        first = bended(x)
+        bended.update("gain", 3.0)
+        bended.update("depth", 0.25)
+        second = bended(x)
+    torch.save({"x": x, "first": first, "second": second}, tmp_path / "expected.pt")
+    code = BLOCK_TORCHBEND + textwrap.dedent(
+        f"""
+        import torch
+        m = torch.jit.load({str(path)!r})
+        d = torch.load({str(tmp_path / "expected.pt")!r})
+        with torch.no_grad():
+            assert torch.equal(m(d["x"]), d["first"])
+            assert m.set_gain(3.0) == 0 and m.set_depth(0.25) == 0 and m.set_gain(9.0) == -1
+            assert torch.equal(m(d["x"]), d["second"])
+        try:
+            import torchbend
+        except ImportError:
+            print("ok")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def test_unscriptable_callback_is_named_before_scripting():
+    bended, _ = bended_net()
+    bended.bend(tb.Lambda(torch.sin), "tanh$")
+    with mock.patch("torch.jit.script") as script:
+        with pytest.raises(ExportError, match=r"Lambda\(.*forward:tanh.*scriptable = False"):
+            torchscript(bended)
+    script.assert_not_called()
+
+
+def test_method_not_traced_lists_the_traced_ones():
+    bended, _ = bended_net()
+    with pytest.raises(ExportError, match=r"'encode'.*traced: \['forward'\]"):
+        torchscript(bended, methods=["encode"])
+
+
+def test_control_that_rederives_state_is_refused():
+    bended, _ = bended_net()
+    prob = tb.BendingParameter("prob", 0.1, range=(0.0, 1.0))
+    bended.bend(tb.Mask(prob, dim=-2, seed=1), "tanh$")
+    with pytest.raises(ExportError, match=r"control 'prob' drives prob of Mask"):
+        torchscript(bended)
+
+
+def test_noise_std_is_a_live_control_and_a_seeded_noise_is_not_saved(tmp_path):
+    bended, _ = bended_net()
+    std = tb.BendingParameter("std", 0.1, range=(0.0, 1.0))
+    bended.bend(tb.Noise(std), "tanh$")  # torch's global generator
+    path = tmp_path / "noise.pt"
+    scripted = torchscript(bended, path)
+    loaded = torch.jit.load(str(path))
+    x = torch.randn(2, 1, 32)
+    for value in (0.1, 0.7):
+        bended.update("std", value)
+        assert scripted.set_std(value) == 0 and loaded.set_std(value) == 0
+        with torch.no_grad():
+            outputs = []
+            for m in (bended, scripted, loaded):
+                torch.manual_seed(1)
+                outputs.append(m(x))
+        assert torch.equal(outputs[1], outputs[0]) and torch.equal(outputs[2], outputs[0])
+    bended.bend(tb.Noise(0.1, seed=3), "conv$")
+    with pytest.raises(ExportError, match=r"torch.Generator.*seed=None"):
+        torchscript(bended, tmp_path / "seeded.pt")
+    torchscript(bended)  # in memory, a generator is fine
+
+
+def test_int_and_bool_controls():
+    bended, _ = bended_net()
+    on = tb.BendingParameter("on", False)
+    bits = tb.BendingParameter("bits", 8, range=(1, 16))
+    bended.bend(tb.Tanh(active=on), "conv$")
+    bended.bend(tb.Quantize(bits), "tanh$")
+    scripted = torchscript(bended)
+    x = torch.randn(2, 1, 32)
+    assert scripted.set_on(True) == 0 and scripted.set_bits(3) == 0
+    assert scripted.set_bits(20) == -1 and scripted.get_bits() == 3
+    bended.update("on", True)
+    bended.update("bits", 3)
+    with torch.no_grad():
+        assert torch.equal(scripted(x), bended(x))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda c: tb.Clamp(-c, c),
+        lambda c: tb.SoftClip(c),
+        lambda c: tb.Spread(c - 0.5),
+        lambda c: tb.Threshold(0.1 * c),
+        lambda c: tb.Bias(c) >> tb.Scale(2 * c),
+    ],
+)
+def test_weight_bendings_driven_by_a_control(make):
+    bended, _ = bended_net()
+    amount = tb.BendingParameter("amount", 0.5, range=(0.0, 2.0))
+    bended.bend(make(amount), r"conv\.weight")
+    scripted = torchscript(bended)
+    x = torch.randn(2, 1, 32)
+    for value in (1.5, 0.25):
+        assert scripted.set_amount(value) == 0
+        bended.update("amount", value)
+        with torch.no_grad():
+            assert torch.equal(scripted(x), bended(x)), value

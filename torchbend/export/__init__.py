@@ -1,0 +1,8 @@
+"""Export bended modules: TorchScript, nn~ (Max/MSP, Pure Data), torch.export and ONNX."""
+
+from .check import NNTildeReport, check_nntilde
+from .nntilde import nntilde
+from .program import exportable, onnx, pt2
+from .torchscript import torchscript
+
+__all__ = ["NNTildeReport", "check_nntilde", "exportable", "nntilde", "onnx", "pt2", "torchscript"]

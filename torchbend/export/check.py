@@ -1,0 +1,198 @@
+"""Check an nn~ TorchScript file the way nn~ calls it, before opening it in Max or Pure Data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..errors import ExportError
+
+__all__ = [
+    "MAX_BUFFER_SIZE",
+    "TEST_BATCHES",
+    "MethodCheck",
+    "NNTildeReport",
+    "buffer_sizes",
+    "check_method",
+    "check_nntilde",
+    "check_params",
+    "error_summary",
+]
+
+MAX_BUFFER_SIZE = 8192
+"""The largest buffer size tested, in samples (nn~'s own registration test uses it)."""
+
+TEST_BATCHES = (1, 4)
+"""Batch sizes tested: ``nn~`` runs batch 1, ``mc.nn~`` several channels as a batch."""
+
+
+@dataclass(frozen=True)
+class MethodCheck:
+    """One nn~ method as checked."""
+
+    name: str
+    in_channels: int
+    in_ratio: int
+    out_channels: int
+    out_ratio: int
+    buffer_sizes: tuple[int, ...]
+    """Buffer sizes (audio samples) it was run on, for each of :data:`TEST_BATCHES`."""
+
+
+@dataclass(frozen=True)
+class NNTildeReport:
+    """What :func:`check_nntilde` found in a file that passed every check."""
+
+    path: str
+    methods: tuple[MethodCheck, ...]
+    attributes: tuple[str, ...]
+    """The nn~ attributes (torchbend controls), each with a working getter and setter."""
+    sample_rate: int | None
+
+    def __str__(self) -> str:
+        lines = [f"{self.path}: nn~ file, sample rate {self.sample_rate}"]
+        for m in self.methods:
+            lines.append(
+                f"  {m.name}: {m.in_channels} in (ratio {m.in_ratio}) -> {m.out_channels} out "
+                f"(ratio {m.out_ratio}), buffers {m.buffer_sizes[0]}..{m.buffer_sizes[-1]}, "
+                f"batches {', '.join(map(str, TEST_BATCHES))}: ok"
+            )
+        lines.append(f"  attributes: {', '.join(self.attributes) or 'none'}")
+        return "\n".join(lines)
+
+
+def is_power_of_two(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+def buffer_sizes(ratio: int) -> list[int]:
+    """Powers of two from ``ratio`` up to :data:`MAX_BUFFER_SIZE` (``[ratio]`` past it)."""
+    sizes = []
+    size = ratio
+    while size <= MAX_BUFFER_SIZE:
+        sizes.append(size)
+        size *= 2
+    return sizes or [ratio]
+
+
+def check_params(method: str, params: Any) -> tuple[int, int, int, int]:
+    """Check ``[in_channels, in_ratio, out_channels, out_ratio]`` of ``method``."""
+    values = [int(v) for v in params]
+    if len(values) != 4 or min(values) < 1:
+        raise ExportError(
+            f"method {method!r}: params must be [in_channels, in_ratio, out_channels, "
+            f"out_ratio], all >= 1, got {values}"
+        )
+    for label, ratio in (("in_ratio", values[1]), ("out_ratio", values[3])):
+        if not is_power_of_two(ratio):
+            raise ExportError(
+                f"method {method!r}: {label} {ratio} is not a power of two; nn~ runs buffers "
+                f"whose sizes are powers of two, which a ratio of {ratio} does not divide. "
+                "Change the model's time compression (or pass params= with the true ratios)."
+            )
+    return values[0], values[1], values[2], values[3]
+
+
+def check_method(module: Any, method: str, params: Any) -> MethodCheck:
+    """Run ``module.<method>`` as nn~ does and raise :class:`ExportError` on any mismatch."""
+    in_channels, in_ratio, out_channels, out_ratio = check_params(method, params)
+    sizes = buffer_sizes(max(in_ratio, out_ratio))
+    fn = getattr(module, method)
+    for batch in TEST_BATCHES:
+        for size in sizes:
+            shape = [batch, in_channels, size // in_ratio]
+            expected = [batch, out_channels, size // out_ratio]
+            where = f"method {method!r} on a float32 input of shape {shape} (buffer {size})"
+            try:
+                with torch.no_grad():
+                    y = fn(torch.zeros(shape))
+            except Exception as e:
+                raise ExportError(
+                    f"{where} failed: {error_summary(e)}. If its graph depends on the input's "
+                    "length or batch size, trace it on inputs nn~ gives, or fix the decision."
+                ) from e
+            if not isinstance(y, torch.Tensor):
+                raise ExportError(
+                    f"{where}: nn~ expects one tensor [batch, channels, time], got "
+                    f"{type(y).__name__}"
+                )
+            if y.dim() != 3:
+                raise ExportError(
+                    f"{where}: expected a 3-D output {expected}, got {y.dim()}-D {list(y.shape)}"
+                )
+            if y.dtype != torch.float32:
+                raise ExportError(f"{where}: expected a float32 output, got {y.dtype}")
+            if list(y.shape) != expected:
+                raise ExportError(
+                    f"{where}: expected output shape {expected} (batch, out_channels, "
+                    f"buffer // out_ratio), got {list(y.shape)}"
+                )
+    return MethodCheck(method, in_channels, in_ratio, out_channels, out_ratio, tuple(sizes))
+
+
+def check_nntilde(path: str | Path) -> NNTildeReport:
+    """Load an nn~ ``.ts`` file and check it the way nn~ will use it.
+
+    Every method listed by ``get_methods()`` must have its ``<method>_params`` buffer
+    (power-of-two ratios) and as many input and output labels as channels, and must return a
+    float32 ``[batch, out_channels, buffer // out_ratio]`` tensor for batch 1 and 4 and every
+    power-of-two buffer size from its largest ratio up to 8192. Every attribute listed by
+    ``get_attributes()`` must have its ``<name>_params`` buffer, a getter returning a tuple and
+    a setter accepting that value (returning 0).
+
+    Raises:
+        ExportError: naming the method or attribute, what was expected and what was got.
+
+    Example:
+        >>> report = check_nntilde("bent.ts")  # doctest: +SKIP
+        >>> print(report)  # doctest: +SKIP
+    """
+    try:
+        module = torch.jit.load(str(path))
+    except Exception as e:
+        raise ExportError(f"{path}: torch.jit.load failed: {error_summary(e)}") from e
+    for needed in ("get_methods", "get_attributes"):
+        if not hasattr(module, needed):
+            raise ExportError(f"{path} is not an nn~ file: it has no {needed}() method")
+    methods = []
+    for method in module.get_methods():
+        if not hasattr(module, f"{method}_params"):
+            raise ExportError(f"{path}: method {method!r} has no {method}_params buffer")
+        check = check_method(module, method, getattr(module, f"{method}_params").tolist())
+        for side, count in (("input", check.in_channels), ("output", check.out_channels)):
+            labels = getattr(module, f"{method}_{side}_labels", None)
+            if labels is None or len(labels) != count:
+                raise ExportError(
+                    f"{path}: method {method!r} has {count} {side} channels, expected as many "
+                    f"{method}_{side}_labels, got {labels!r}"
+                )
+        methods.append(check)
+    attributes = list(module.get_attributes())
+    for name in attributes:
+        for needed in (f"get_{name}", f"set_{name}", f"{name}_params"):
+            if not hasattr(module, needed):
+                raise ExportError(f"{path}: attribute {name!r} has no {needed}")
+        value = getattr(module, f"get_{name}")()
+        if not isinstance(value, tuple):
+            raise ExportError(
+                f"{path}: get_{name}() must return a tuple, got {type(value).__name__}"
+            )
+        status = getattr(module, f"set_{name}")(*value)
+        if status != 0:
+            raise ExportError(f"{path}: set_{name}{value} returned {status}, expected 0")
+    rate = int(module.get_sample_rate()) if hasattr(module, "get_sample_rate") else None
+    return NNTildeReport(str(path), tuple(methods), tuple(attributes), rate)
+
+
+def error_summary(e: BaseException) -> str:
+    """The line of an error message that says what went wrong (TorchScript errors open with
+    a header and a traceback, and end with the error itself)."""
+    lines = [line.strip() for line in str(e).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(e).__name__
+    if len(lines) > 1 and lines[0].startswith("The following operation failed"):
+        return lines[-1]
+    return lines[0]

@@ -1,0 +1,176 @@
+"""nn~ export: a TorchScript file that the nn~ external of Max/MSP and Pure Data loads and runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.fx
+
+from ..errors import ExportError
+from ..tracing.facts import describe_fact
+from .check import NNTildeReport, check_nntilde, check_params
+from .torchscript import ExportPlan, save
+
+if TYPE_CHECKING:
+    from ..bended import BendedModule
+    from ..dispatch import Entry
+
+__all__ = ["TYPE_HASH", "nntilde"]
+
+TYPE_HASH = {"bool": 0, "int": 1, "float": 2, "str": 3, "tensor": 4}
+"""nn~'s codes for attribute types, as in its ``<attribute>_params`` buffers."""
+
+RESERVED = {"sr", "get_methods", "get_attributes", "get_sample_rate", "set_sample_rate"}
+
+
+def nntilde(
+    bended: BendedModule,
+    path: str | Path,
+    methods: Sequence[str] = ("forward",),
+    sample_rate: int = 44100,
+    *,
+    params: Mapping[str, Sequence[int]] | None = None,
+    input_labels: Mapping[str, Sequence[str]] | None = None,
+    output_labels: Mapping[str, Sequence[str]] | None = None,
+) -> NNTildeReport:
+    """Write ``bended`` as an nn~ ``.ts`` file, check it as nn~ will use it, and report.
+
+    Follows nn~'s Python contract (``nn_tilde``'s ``Module``, without depending on it): each
+    method gets a ``<method>_params`` buffer ``[in_channels, in_ratio, out_channels,
+    out_ratio]`` and ``<method>_input_labels`` / ``<method>_output_labels``; ``get_methods()``
+    and ``get_attributes()`` list them; each control of ``bended.controllables`` is an nn~
+    attribute with its ``<name>_params`` type buffer, ``get_<name>()`` (a tuple) and
+    ``set_<name>(value)`` (``0``, or ``-1`` when out of range); ``get_sample_rate()`` gives
+    ``sample_rate``.
+
+    Channels and ratios are read from the traced shapes of each method: an input
+    ``[B, C_in, T]`` and an output ``[B, C_out, T / r]`` give out_ratio ``r`` (and an output
+    ``[B, C_out, T * r]`` gives in_ratio ``r``). The written file is then run as nn~ runs it
+    (:func:`~torchbend.export.check_nntilde`); a file that fails is deleted.
+
+    Args:
+        bended: the bended module, with every exported method traced on a ``[B, C, T]`` input.
+        path: the ``.ts`` file to write.
+        methods: the methods nn~ may call.
+        sample_rate: the sample rate the model works at, in Hz.
+        params: per method, ``[in_channels, in_ratio, out_channels, out_ratio]`` replacing
+            the inferred ones.
+        input_labels: per method, one label per input channel (nn~ shows them on inlets).
+        output_labels: per method, one label per output channel.
+
+    Raises:
+        ExportError: for a method not traced or not ``[B, C, T] -> [B, C, T']``, a ratio that
+            is not a power of two, a graph that depends on the input's length, an unscriptable
+            callback, or any failure of the checks, naming the method, expected and got.
+    """
+    plan = ExportPlan(bended, list(methods))
+    clash = sorted(set(plan.controls) & (RESERVED | set(plan.methods)))
+    if clash:
+        raise ExportError(f"controls {clash} have names nn~ reserves; rename them")
+    plan.check_savable()
+    container = plan.build()
+    for method in plan.methods:
+        entry = plan.entries[method]
+        values = check_params(method, (params or {}).get(method) or infer_params(method, entry))
+        container.register_buffer(f"{method}_params", torch.tensor(values))
+        for side, count, given in (
+            ("input", values[0], input_labels),
+            ("output", values[2], output_labels),
+        ):
+            labels = list((given or {}).get(method) or _labels(side, count))
+            if len(labels) != count:
+                raise ExportError(
+                    f"method {method!r}: expected {count} {side} labels (one per channel), "
+                    f"got {len(labels)}"
+                )
+            setattr(container, f"{method}_{side}_labels", labels)
+    for name, c in plan.controls.items():
+        container.register_buffer(f"{name}_params", torch.tensor([TYPE_HASH[c.control.kind]]))
+    container.sr = int(sample_rate)  # type: ignore[assignment]
+    scripted = plan.script(container, getters="tuple")
+    scripted.define(_contract_source(plan.methods, list(plan.controls)))
+    path = Path(path)
+    save(scripted, path)
+    try:
+        return check_nntilde(path)
+    except ExportError:
+        path.unlink(missing_ok=True)
+        raise
+
+
+def infer_params(method: str, entry: Entry) -> tuple[int, int, int, int]:
+    """``[in_channels, in_ratio, out_channels, out_ratio]`` from the traced shapes."""
+    inputs = [n for n in entry.graph.nodes if n.op == "placeholder"]
+    if len(inputs) != 1:
+        raise ExportError(
+            f"method {method!r} takes {len(inputs)} inputs; nn~ gives one [batch, channels, "
+            "time] tensor"
+        )
+    in_shape = _shape(method, "input", inputs[0].meta.get("tb_shape"))
+    out = next(n for n in entry.graph.nodes if n.op == "output").args[0]
+    out_shape = _shape(
+        method, "output", out.meta.get("tb_shape") if isinstance(out, torch.fx.Node) else out
+    )
+    length = [
+        describe_fact(f)
+        for f in entry.facts
+        if f[1] in ("shape", "value", "sig") and f[2] not in (1, -2)
+    ]
+    if length:
+        raise ExportError(
+            f"method {method!r} was traced on an input of shape {list(in_shape)} and its graph "
+            f"depends on {', '.join(length)} (decisions read it); nn~ calls it with batch 1 "
+            "and 4 and many buffer sizes, and the exported file holds one graph. Make those "
+            "decisions independent of the batch size and length."
+        )
+    t_in, t_out = in_shape[2], out_shape[2]
+    if t_in % t_out == 0:
+        return in_shape[1], 1, out_shape[1], t_in // t_out
+    if t_out % t_in == 0:
+        return in_shape[1], t_out // t_in, out_shape[1], 1
+    raise ExportError(
+        f"method {method!r} maps {t_in} time steps to {t_out}: not a whole ratio; nn~ needs "
+        "out_ratio = input length / output length (or its inverse) to be a power of two"
+    )
+
+
+def _shape(method: str, side: str, shape: Any) -> torch.Size:
+    if not isinstance(shape, torch.Size):
+        raise ExportError(
+            f"method {method!r}: nn~ needs one {side} tensor [batch, channels, time], the "
+            f"traced {side} is {shape!r}"
+        )
+    if len(shape) != 3:
+        raise ExportError(
+            f"method {method!r}: nn~ needs a 3-D {side} [batch, channels, time], the traced "
+            f"{side} is {len(shape)}-D {list(shape)}"
+        )
+    return shape
+
+
+def _labels(side: str, count: int) -> list[str]:
+    return [f"(signal) model {side} {i}" for i in range(count)]
+
+
+def _contract_source(methods: Sequence[str], attributes: Sequence[str]) -> str:
+    return (
+        "\n".join(
+            [
+                "def get_methods(self) -> List[str]:",
+                f"    return {list(methods)!r}",
+                "def get_attributes(self) -> List[str]:",
+                f"    return torch.jit.annotate(List[str], {list(attributes)!r})",
+                "def get_buffer_attributes(self) -> List[str]:",
+                "    return torch.jit.annotate(List[str], [])",
+                "def get_sample_rate(self) -> int:",
+                "    return self.sr",
+                "def set_sample_rate(self, sample_rate: Optional[int]) -> None:",
+                "    if sample_rate is not None:",
+                "        self.sr = sample_rate",
+            ]
+        )
+        + "\n"
+    )
