@@ -2,24 +2,10 @@
 
 import pytest
 import torch
+from callback_helpers import ACT, CPU, WEIGHT, bits, signed_randn
 
 from torchbend.callbacks import Affine, Bias, Scale
 from torchbend.errors import BendingError
-
-CPU = torch.device("cpu")
-ACT = "forward:conv"
-WEIGHT = "conv.weight"
-
-
-def signed_randn(*shape: int) -> torch.Tensor:
-    """Random values with a -0.0 first, which a sloppy identity would turn into +0.0."""
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
-    x.view(-1)[0] = -0.0
-    return x
-
-
-def bits(x: torch.Tensor) -> torch.Tensor:
-    return x.view(torch.int32)
 
 
 @pytest.mark.parametrize("cb", [Bias(0.0), Scale(1.0), Affine(1.0, 0.0), Affine()])

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import torch
+from callback_helpers import ACT, CPU, bits, signed_randn
 
 from torchbend.callbacks import (
     Ablate,
@@ -38,20 +39,7 @@ from torchbend.callbacks import (
 )
 from torchbend.controls import BendingParameter
 
-CPU = torch.device("cpu")
-ACT = "forward:conv"
 SHAPE = torch.Size([2, 4, 16])
-
-
-def signed_randn(*shape: int) -> torch.Tensor:
-    """Random values with a -0.0 first, which a sloppy identity would turn into +0.0."""
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
-    x.view(-1)[0] = -0.0
-    return x
-
-
-def bits(x: torch.Tensor) -> torch.Tensor:
-    return x.view(torch.int32)
 
 
 def registered(cb: BendingCallback, shape: torch.Size = SHAPE) -> BendingCallback:

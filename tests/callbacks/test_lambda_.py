@@ -4,23 +4,10 @@ import functools
 
 import pytest
 import torch
+from callback_helpers import ACT, WEIGHT, bits, signed_randn
 
 from torchbend.callbacks import Lambda, Scale
 from torchbend.errors import BendingError
-
-ACT = "forward:conv"
-WEIGHT = "conv.weight"
-
-
-def signed_randn(*shape: int) -> torch.Tensor:
-    """Random values with a -0.0 first, which a sloppy identity would turn into +0.0."""
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
-    x.view(-1)[0] = -0.0
-    return x
-
-
-def bits(x: torch.Tensor) -> torch.Tensor:
-    return x.view(torch.int32)
 
 
 def test_identity_function_is_the_identity_bit_for_bit():

@@ -5,29 +5,15 @@ import pickle
 
 import pytest
 import torch
+from callback_helpers import ACT, CPU, WEIGHT, bits, signed_randn
 
 from torchbend.callbacks import Lambda, Permute
 from torchbend.errors import BendingError
-
-CPU = torch.device("cpu")
-ACT = "forward:conv"
-WEIGHT = "conv.weight"
 
 
 def registered(cb: Permute, shape: list[int], name: str = ACT) -> Permute:
     cb.register_target(name, torch.Size(shape), torch.float32, CPU)
     return cb
-
-
-def signed_randn(*shape: int) -> torch.Tensor:
-    """Random values with a -0.0 first, which a sloppy identity would turn into +0.0."""
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
-    x.view(-1)[0] = -0.0
-    return x
-
-
-def bits(x: torch.Tensor) -> torch.Tensor:
-    return x.view(torch.int32)
 
 
 def test_amount_0_is_the_identity_bit_for_bit():
