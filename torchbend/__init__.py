@@ -1,6 +1,6 @@
 """torchbend: trace, inspect and bend the weights and activations of PyTorch modules."""
 
-from . import export
+from . import audio, export, models
 from .bended import ActivationInfo, BendedModule, Bending
 from .callbacks import (
     Ablate,
@@ -93,7 +93,9 @@ __all__ = [
     "TorchbendError",
     "TracingError",
     "__version__",
+    "audio",
     "callback_from_name",
     "export",
     "load_callbacks",
+    "models",
 ]

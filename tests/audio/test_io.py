@@ -1,0 +1,124 @@
+"""Tests for torchbend.audio.io: load and save round trips, resampling, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import soundfile as sf
+import torch
+
+from torchbend import audio
+from torchbend.errors import AudioError, TorchbendError
+
+
+def sine(channels: int = 2, seconds: float = 0.25, rate: int = 44100) -> torch.Tensor:
+    t = torch.arange(int(seconds * rate)) / rate
+    return torch.stack([0.5 * torch.sin(2 * torch.pi * 440 * (c + 1) * t) for c in range(channels)])
+
+
+@pytest.mark.parametrize(("ext", "atol"), [(".wav", 1e-4), (".flac", 1e-4), (".ogg", 0.1)])
+def test_round_trip(tmp_path: Path, ext: str, atol: float) -> None:
+    x = sine()
+    path = audio.save(tmp_path / f"a{ext}", x, 44100)
+    y, rate = audio.load(path)
+    assert rate == 44100 and y.dtype == torch.float32
+    assert y.shape == x.shape
+    torch.testing.assert_close(y, x, atol=atol, rtol=0)
+
+
+def test_mono_and_one_dimensional(tmp_path: Path) -> None:
+    x = sine()
+    audio.save(tmp_path / "a.wav", x, 44100)
+    y, _ = audio.load(tmp_path / "a.wav", mono=True)
+    torch.testing.assert_close(y, x.mean(0, keepdim=True), atol=1e-4, rtol=0)
+    audio.save(tmp_path / "b.wav", x[0], 44100)
+    assert audio.load(tmp_path / "b.wav")[0].shape == (1, x.shape[1])
+
+
+def test_resampling_on_load_and_save(tmp_path: Path) -> None:
+    x = sine(1, 0.5)
+    audio.save(tmp_path / "a.wav", x, 44100)
+    y, rate = audio.load(tmp_path / "a.wav", sample_rate=16000)
+    assert rate == 16000 and y.shape == (1, 8000)
+    audio.save(tmp_path / "b.wav", x, 44100, file_sample_rate=22050)
+    assert sf.info(str(tmp_path / "b.wav")).samplerate == 22050
+    back, _ = audio.load(tmp_path / "b.wav", sample_rate=44100)
+    # Away from the edges, a 440 Hz sine survives 44.1 -> 22.05 -> 44.1 kHz.
+    torch.testing.assert_close(back[:, 2000:-2000], x[:, 2000:-2000], atol=2e-3, rtol=0)
+
+
+def test_clipping(tmp_path: Path) -> None:
+    audio.save(tmp_path / "a.wav", torch.full((1, 100), 3.0), 44100)
+    assert audio.load(tmp_path / "a.wav")[0].max() <= 1.0
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(AudioError, match=r"nope.wav' not found"):
+        audio.load(tmp_path / "nope.wav")
+
+
+def test_unsupported_extension(tmp_path: Path) -> None:
+    path = tmp_path / "a.mp3"
+    path.write_bytes(b"ID3")
+    with pytest.raises(AudioError, match=r"unsupported extension '.mp3'.*WAV, FLAC, OGG"):
+        audio.load(path)
+    with pytest.raises(AudioError, match=r"unsupported extension '.aiff'"):
+        audio.save(tmp_path / "a.aiff", torch.zeros(1, 10), 44100)
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    path = tmp_path / "a.wav"
+    path.write_bytes(b"this is not a wav file at all" * 10)
+    with pytest.raises(AudioError, match=r"cannot read audio file .*a.wav.*WAV, FLAC, OGG"):
+        audio.load(path)
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty.wav"
+    sf.write(str(path), torch.zeros(0, 1).numpy(), 44100)
+    with pytest.raises(AudioError, match=r"empty.wav' is empty"):
+        audio.load(path)
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 10), ()])
+def test_save_wrong_rank(tmp_path: Path, shape: tuple[int, ...]) -> None:
+    with pytest.raises(AudioError, match=r"save takes audio \[channels, time\]"):
+        audio.save(tmp_path / "a.wav", torch.zeros(shape), 44100)
+
+
+def test_save_bad_tensors(tmp_path: Path) -> None:
+    with pytest.raises(AudioError, match=r"cannot save empty audio"):
+        audio.save(tmp_path / "a.wav", torch.zeros(2, 0), 44100)
+    with pytest.raises(AudioError, match=r"2 samples; pass audio.T if it is \[time, channels\]"):
+        audio.save(tmp_path / "a.wav", torch.zeros(100, 2), 44100)
+    with pytest.raises(AudioError, match=r"save takes a tensor"):
+        audio.save(tmp_path / "a.wav", [0.0, 0.1], 44100)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("rate", [0, -44100, 44100.5, float("nan"), "44100", True])
+def test_bad_sample_rates(tmp_path: Path, rate: object) -> None:
+    audio.save(tmp_path / "a.wav", torch.zeros(1, 10), 44100)
+    with pytest.raises(AudioError, match=r"sample_rate must be a positive"):
+        audio.save(tmp_path / "b.wav", torch.zeros(1, 10), rate)  # type: ignore[arg-type]
+    with pytest.raises(AudioError, match=r"sample_rate must be a positive"):
+        audio.load(tmp_path / "a.wav", sample_rate=rate)  # type: ignore[arg-type]
+    with pytest.raises(AudioError, match=r"file_sample_rate must be a positive"):
+        audio.save(tmp_path / "c.wav", torch.zeros(1, 10), 44100, file_sample_rate=rate)  # type: ignore[arg-type]
+
+
+def test_errors_share_the_root() -> None:
+    assert issubclass(AudioError, TorchbendError)
+
+
+def test_shipped_sounds() -> None:
+    root = Path(__file__).resolve().parents[2] / "assets/sounds"
+    for name in ("drums", "bass", "pad"):
+        x, rate = audio.load(root / f"{name}.wav")
+        assert rate == 44100 and x.shape == (1, 4 * 44100)
+        assert 0.5 < float(x.abs().max()) <= 0.81
+
+
+def test_unwritable_path(tmp_path: Path) -> None:
+    with pytest.raises(AudioError, match=r"cannot write audio file .*no/such/folder/a\.wav"):
+        audio.save(tmp_path / "no/such/folder/a.wav", torch.zeros(1, 10), 44100)

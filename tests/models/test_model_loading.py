@@ -1,0 +1,78 @@
+"""Tests for torchbend.models.load: shipped weights, and clear errors for bad files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from torchbend.errors import TorchbendError
+from torchbend.models import TinyRave, WeightsError, default_weights, load
+
+
+def save_model(model: TinyRave, path: Path) -> Path:
+    metadata = {"config": json.dumps(model.config)}
+    save_file(dict(model.state_dict()), str(path), metadata=metadata)
+    return path
+
+
+def test_shipped_weights_load_in_eval_mode() -> None:
+    assert default_weights("tiny_rave").is_file(), "run scripts/train_model.py"
+    model = load()
+    assert isinstance(model, TinyRave) and not model.training
+    assert model.ratio == 256
+    x = torch.randn(1, 1, 1024)
+    with torch.no_grad():
+        assert model(x).shape == x.shape
+
+
+def test_round_trip_with_other_config(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyRave(latent_size=4, channels=(8, 16), ratios=(2,), bands=4)
+    loaded = load("tiny_rave", save_model(model, tmp_path / "small.safetensors"))
+    assert loaded.config == model.config
+    x = torch.randn(1, 1, 64)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), model(x), atol=0, rtol=0)
+
+
+def test_unknown_name() -> None:
+    with pytest.raises(TorchbendError, match=r"no shipped model named 'tiny_rav'.*'tiny_rave'"):
+        load("tiny_rav")
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "nope.safetensors"
+    with pytest.raises(WeightsError, match=r"nope.safetensors' for model 'tiny_rave' not found"):
+        load(weights=path)
+
+
+def test_corrupt_file(tmp_path: Path) -> None:
+    path = tmp_path / "bad.safetensors"
+    path.write_bytes(b"\x00\x01 this is not safetensors" * 10)
+    with pytest.raises(WeightsError, match=r"bad.safetensors' .* not a readable safetensors"):
+        load(weights=path)
+
+
+def test_truncated_file(tmp_path: Path) -> None:
+    path = save_model(TinyRave(), tmp_path / "cut.safetensors")
+    path.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(WeightsError, match=r"cut.safetensors"):
+        load(weights=path)
+
+
+def test_weights_that_do_not_fit(tmp_path: Path) -> None:
+    path = tmp_path / "other.safetensors"
+    save_file({"weight": torch.zeros(3)}, str(path))
+    with pytest.raises(WeightsError, match=r"other.safetensors' does not fit model 'tiny_rave'"):
+        load(weights=path)
+
+
+def test_bad_config(tmp_path: Path) -> None:
+    path = tmp_path / "config.safetensors"
+    save_file({"weight": torch.zeros(3)}, str(path), metadata={"config": '{"colour": 1}'})
+    with pytest.raises(WeightsError, match=r"has a config the 'tiny_rave' model does not take"):
+        load(weights=path)

@@ -1,0 +1,191 @@
+"""Audio files in and out: load and save WAV, FLAC and OGG as float32 tensors, resampling."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..errors import AudioError
+
+__all__ = ["FORMATS", "load", "resample", "save"]
+
+FORMATS = {".wav": "WAV", ".flac": "FLAC", ".ogg": "OGG"}
+"""The file extensions :func:`load` and :func:`save` take, and their soundfile formats."""
+
+_SUBTYPES = {"WAV": "PCM_16", "FLAC": "PCM_16", "OGG": "VORBIS"}
+
+
+def _soundfile() -> Any:
+    try:
+        import soundfile
+    except ImportError as e:
+        raise ImportError(
+            "torchbend.audio needs soundfile and soxr: pip install 'torchbend[audio]'"
+        ) from e
+    return soundfile
+
+
+def _check_rate(sample_rate: Any, what: str) -> int:
+    if isinstance(sample_rate, bool) or not isinstance(sample_rate, (int, float)):
+        raise AudioError(f"{what} must be a positive number of Hz, got {sample_rate!r}")
+    if not math.isfinite(sample_rate) or sample_rate <= 0 or sample_rate != int(sample_rate):
+        raise AudioError(f"{what} must be a positive whole number of Hz, got {sample_rate}")
+    return int(sample_rate)
+
+
+def _format_of(path: Path) -> str:
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise AudioError(
+            f"cannot handle {str(path)!r}: unsupported extension {path.suffix!r}; "
+            f"the supported formats are {', '.join(FORMATS.values())} "
+            f"({', '.join(FORMATS)})"
+        )
+    return fmt
+
+
+def resample(audio: torch.Tensor, sample_rate: int, new_sample_rate: int) -> torch.Tensor:
+    """Resample audio with soxr (high quality), on the CPU, keeping dtype and device.
+
+    Args:
+        audio (Tensor): audio, ``[channels, time]``.
+        sample_rate (int): its sample rate, in Hz.
+        new_sample_rate (int): the sample rate wanted, in Hz.
+
+    Shape:
+        - Input: ``[channels, time]``
+        - Output: ``[channels, round(time * new_sample_rate / sample_rate)]``
+
+    >>> resample(torch.zeros(2, 44100), 44100, 22050).shape
+    torch.Size([2, 22050])
+    """
+    sample_rate = _check_rate(sample_rate, "sample_rate")
+    new_sample_rate = _check_rate(new_sample_rate, "new_sample_rate")
+    if audio.dim() != 2:
+        raise AudioError(f"resample takes audio [channels, time], got shape {list(audio.shape)}")
+    if sample_rate == new_sample_rate:
+        return audio
+    import soxr
+
+    data = audio.detach().to("cpu", torch.float32).T.contiguous().numpy()
+    out = soxr.resample(data, sample_rate, new_sample_rate)
+    return torch.from_numpy(np.ascontiguousarray(out.T)).to(audio.device, audio.dtype)
+
+
+def load(
+    path: str | Path, sample_rate: int | None = None, mono: bool = False
+) -> tuple[torch.Tensor, int]:
+    """Read an audio file (WAV, FLAC or OGG) into a float32 tensor in ``[-1, 1]``.
+
+    Args:
+        path (str | Path): the file.
+        sample_rate (int | None): resample to this rate, in Hz (with soxr); ``None`` keeps
+            the file's rate.
+        mono (bool): average the channels into one.
+
+    Returns:
+        ``(audio, sample_rate)``: audio ``[channels, time]`` float32 and its rate in Hz.
+
+    Raises:
+        AudioError: the file is missing, unreadable, of an unsupported format, or empty; or
+            ``sample_rate`` is not a positive whole number.
+
+    >>> import tempfile, os
+    >>> path = save(os.path.join(tempfile.mkdtemp(), "a.flac"), torch.zeros(2, 441), 44100)
+    >>> audio, sr = load(path, sample_rate=16000, mono=True)
+    >>> audio.shape, audio.dtype, sr
+    (torch.Size([1, 160]), torch.float32, 16000)
+    """
+    path = Path(path)
+    if sample_rate is not None:
+        sample_rate = _check_rate(sample_rate, "sample_rate")
+    if not path.is_file():
+        raise AudioError(f"audio file {str(path)!r} not found")
+    _format_of(path)
+    sf = _soundfile()
+    try:
+        data, file_rate = sf.read(str(path), dtype="float32", always_2d=True)
+    except (RuntimeError, TypeError, ValueError) as e:  # LibsndfileError is a RuntimeError
+        raise AudioError(
+            f"cannot read audio file {str(path)!r} ({e}); the supported formats are "
+            f"{', '.join(FORMATS.values())}"
+        ) from e
+    if data.shape[0] == 0:
+        raise AudioError(f"audio file {str(path)!r} is empty (no samples)")
+    audio = torch.from_numpy(np.ascontiguousarray(data.T))
+    if mono:
+        audio = audio.mean(0, keepdim=True)
+    if sample_rate is not None and sample_rate != file_rate:
+        audio = resample(audio, file_rate, sample_rate)
+        file_rate = sample_rate
+    return audio, int(file_rate)
+
+
+def save(
+    path: str | Path,
+    audio: torch.Tensor,
+    sample_rate: int,
+    file_sample_rate: int | None = None,
+) -> Path:
+    """Write a ``[channels, time]`` tensor to an audio file; the extension picks the format.
+
+    WAV and FLAC are written as 16-bit PCM, OGG as Vorbis. Values outside ``[-1, 1]`` are
+    clipped.
+
+    Args:
+        path (str | Path): the file, ending in ``.wav``, ``.flac`` or ``.ogg``; its folder
+            must exist.
+        audio (Tensor): audio, ``[channels, time]`` (a ``[time]`` tensor is taken as mono).
+        sample_rate (int): the sample rate of ``audio``, in Hz.
+        file_sample_rate (int | None): write the file at this rate, in Hz, resampling with
+            soxr; ``None`` writes it at ``sample_rate``.
+
+    Returns:
+        The path written.
+
+    Raises:
+        AudioError: the tensor is not ``[channels, time]``, is empty, the rates are not
+            positive whole numbers, the format is unsupported, or the file cannot be written.
+
+    >>> import tempfile, os
+    >>> path = save(os.path.join(tempfile.mkdtemp(), "a.wav"), torch.zeros(2, 100), 44100)
+    >>> load(path)[0].shape
+    torch.Size([2, 100])
+    """
+    path = Path(path)
+    sample_rate = _check_rate(sample_rate, "sample_rate")
+    rate = sample_rate
+    if file_sample_rate is not None:
+        rate = _check_rate(file_sample_rate, "file_sample_rate")
+    if not isinstance(audio, torch.Tensor):
+        raise AudioError(f"save takes a tensor [channels, time], got {type(audio).__name__}")
+    if audio.dim() == 1:
+        audio = audio[None]
+    if audio.dim() != 2:
+        raise AudioError(
+            f"save takes audio [channels, time] (or [time]), got shape {list(audio.shape)}; "
+            f"for a batch, save each item"
+        )
+    channels, length = audio.shape
+    if channels == 0 or length == 0:
+        raise AudioError(f"cannot save empty audio of shape {list(audio.shape)}")
+    if channels > length:
+        raise AudioError(
+            f"save takes audio [channels, time], got {channels} channels of {length} samples; "
+            f"pass audio.T if it is [time, channels]"
+        )
+    fmt = _format_of(path)
+    sf = _soundfile()
+    audio = audio.detach().to("cpu", torch.float32)
+    if rate != sample_rate:
+        audio = resample(audio, sample_rate, rate)
+    data = audio.clamp(-1.0, 1.0).T.contiguous().numpy()
+    try:
+        sf.write(str(path), data, rate, format=fmt, subtype=_SUBTYPES[fmt])
+    except (RuntimeError, TypeError, ValueError) as e:
+        raise AudioError(f"cannot write audio file {str(path)!r} ({e})") from e
+    return path

@@ -1,0 +1,15 @@
+"""Small models shipped with torchbend: a streamable waveform autoencoder and its weights."""
+
+from .cached_conv import CachedConv1d, CachedConvTranspose1d
+from .loading import MODELS, WeightsError, default_weights, load
+from .tiny_rave import TinyRave
+
+__all__ = [
+    "MODELS",
+    "CachedConv1d",
+    "CachedConvTranspose1d",
+    "TinyRave",
+    "WeightsError",
+    "default_weights",
+    "load",
+]
