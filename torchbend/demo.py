@@ -17,7 +17,7 @@ SOUNDS = Path(__file__).resolve().parents[1] / "assets" / "sounds"
 BENDINGS = {
     "noisy_decoder_weight": "Noise(std=0.3, seed=0) on the weight of decoder block 5",
     "masked_hidden_channels": "Mask(prob=0.5, dim=-2, seed=1) on the channels of encoder_8",
-    "latent_sweep": "Scale(depth) on the latent (encoder_10), depth swept 1 -> -2 across the file",
+    "latent_sweep": "Scale(depth) on the latent (conv1d_10), depth swept 1 -> -2 across the file",
 }
 
 
@@ -71,6 +71,7 @@ def run_demo(out: Path, seconds: float | None = None) -> dict[str, dict[str, tor
 
     out.mkdir(parents=True, exist_ok=True)
     model = models.load("tiny_rave")
+    model.set_streaming(True)  # read before tracing: the graph keeps the streaming branch
     rate = int(getattr(model, "sample_rate", 44100))
     ratio = int(getattr(model, "ratio", 1))
     sounds = {}
@@ -83,7 +84,8 @@ def run_demo(out: Path, seconds: float | None = None) -> dict[str, dict[str, tor
         raise FileNotFoundError(f"no sounds in {SOUNDS}; run scripts/make_assets.py")
 
     bended = BendedModule(model)
-    example = next(iter(sounds.values()))[None, :, : 16 * ratio]
+    block = 2048
+    example = next(iter(sounds.values()))[None, :, :block]
     bended.trace("forward", x=example)
     print("Activations of the shipped model's forward (call_module nodes):")
     bended.print_activations(op="call_module")
@@ -93,11 +95,10 @@ def run_demo(out: Path, seconds: float | None = None) -> dict[str, dict[str, tor
         "original": [],
         "noisy_decoder_weight": [(Noise(std=0.3, seed=0), r"decoder\.5\.weight")],
         "masked_hidden_channels": [(Mask(prob=0.5, dim=-2, seed=1), "encoder_8$")],
-        "latent_sweep": [(Scale(depth), "encoder_10$")],
+        "latent_sweep": [(Scale(depth), "conv1d_10$")],
     }
-    renders: dict[str, dict[str, torch.Tensor]] = {name: {} for name in sounds}
+    renders: dict[str, dict[str, torch.Tensor]] = {name: {"input": a} for name, a in sounds.items()}
     timings: dict[str, float] = {}
-    block = 2048
     with torch.inference_mode():
         for label, todo in setups.items():
             bended.reset()
@@ -105,6 +106,7 @@ def run_demo(out: Path, seconds: float | None = None) -> dict[str, dict[str, tor
                 bended.bend(cb, pattern)
             for name, audio in sounds.items():
                 stream = Stream(bended, method="forward", block_size=block, sample_rate=rate)
+                stream.reset()
                 if label == "latent_sweep":
                     blocks = []
                     count = -(-audio.shape[-1] // block)

@@ -35,6 +35,7 @@ def nntilde(
     params: Mapping[str, Sequence[int]] | None = None,
     input_labels: Mapping[str, Sequence[str]] | None = None,
     output_labels: Mapping[str, Sequence[str]] | None = None,
+    min_buffer_size: int | None = None,
 ) -> NNTildeReport:
     """Write ``bended`` as an nn~ ``.ts`` file, check it as nn~ will use it, and report.
 
@@ -60,6 +61,8 @@ def nntilde(
             the inferred ones.
         input_labels: per method, one label per input channel (nn~ shows them on inlets).
         output_labels: per method, one label per output channel.
+        min_buffer_size: the smallest buffer, in samples, the model takes (default: the
+            wrapped module's ``ratio`` attribute, else 1); checks run from there up to 8192.
 
     Raises:
         ExportError: for a method not traced or not ``[B, C, T] -> [B, C, T']``, a ratio that
@@ -67,6 +70,8 @@ def nntilde(
             callback, or any failure of the checks, naming the method, expected and got.
     """
     plan = ExportPlan(bended, list(methods))
+    inner_ratio = getattr(bended.module, "ratio", 1)
+    least = int(min_buffer_size or (inner_ratio if isinstance(inner_ratio, int) else 1))
     clash = sorted(set(plan.controls) & (RESERVED | set(plan.methods)))
     if clash:
         raise ExportError(f"controls {clash} have names nn~ reserves; rename them")
@@ -75,6 +80,7 @@ def nntilde(
     for method in plan.methods:
         entry = plan.entries[method]
         values = check_params(method, (params or {}).get(method) or infer_params(method, entry))
+        _check_one_graph(bended, method, entry, values, least)
         container.register_buffer(f"{method}_params", torch.tensor(values))
         for side, count, given in (
             ("input", values[0], input_labels),
@@ -90,6 +96,7 @@ def nntilde(
     for name, c in plan.controls.items():
         container.register_buffer(f"{name}_params", torch.tensor([TYPE_HASH[c.control.kind]]))
     container.sr = int(sample_rate)  # type: ignore[assignment]
+    container.register_buffer("min_buffer_size", torch.tensor([least]))
     scripted = plan.script(container, getters="tuple")
     scripted.define(_contract_source(plan.methods, list(plan.controls)))
     path = Path(path)
@@ -99,6 +106,37 @@ def nntilde(
     except ExportError:
         path.unlink(missing_ok=True)
         raise
+
+
+def _check_one_graph(
+    bended: Any, method: str, entry: Entry, values: Sequence[int], least: int
+) -> None:
+    """The exported file holds one graph per method: make sure nn~'s calls all take it.
+
+    Graphs whose decisions read the batch size or the length (a length check, say) are
+    traced again on every input nn~ will give; each must take the same decisions, so that
+    the one graph is right for all of them.
+    """
+    if not any(f[1] in ("shape", "value", "sig") and f[2] not in (1, -2) for f in entry.facts):
+        return
+    in_channels, in_ratio = values[0], values[1]
+    ratio = max(values[1], values[3], least)
+    m = bended._methods[method]
+    for batch in (1, 4):
+        size = ratio
+        while size <= 8192:
+            x = torch.zeros(batch, in_channels, size // in_ratio)
+            inputs = {m.signature.names[0]: x}
+            if bended._entry_for(m, inputs) is not entry:
+                facts = ", ".join(describe_fact(f) for f in entry.facts)
+                raise ExportError(
+                    f"method {method!r} takes other decisions on an input of shape "
+                    f"{list(x.shape)} than on the one it was traced with (they read {facts}); "
+                    "nn~ calls it with batch 1 and 4 and many buffer sizes, and the exported "
+                    "file holds one graph. Make those decisions independent of the batch size "
+                    "and length."
+                )
+            size *= 2
 
 
 def infer_params(method: str, entry: Entry) -> tuple[int, int, int, int]:
@@ -114,18 +152,6 @@ def infer_params(method: str, entry: Entry) -> tuple[int, int, int, int]:
     out_shape = _shape(
         method, "output", out.meta.get("tb_shape") if isinstance(out, torch.fx.Node) else out
     )
-    length = [
-        describe_fact(f)
-        for f in entry.facts
-        if f[1] in ("shape", "value", "sig") and f[2] not in (1, -2)
-    ]
-    if length:
-        raise ExportError(
-            f"method {method!r} was traced on an input of shape {list(in_shape)} and its graph "
-            f"depends on {', '.join(length)} (decisions read it); nn~ calls it with batch 1 "
-            "and 4 and many buffer sizes, and the exported file holds one graph. Make those "
-            "decisions independent of the batch size and length."
-        )
     t_in, t_out = in_shape[2], out_shape[2]
     if t_in % t_out == 0:
         return in_shape[1], 1, out_shape[1], t_in // t_out

@@ -54,6 +54,10 @@ class ConcreteProxy(torch.fx.Proxy):
     def __bool__(self) -> bool:
         return self.tracer.to_bool(self)
 
+    def __format__(self, spec: str) -> str:
+        # f-strings in user code (error messages, mostly) show the value on the example inputs.
+        return format(self.tracer.value_of(self), spec)
+
 
 class ConcreteAttribute(torch.fx.proxy.Attribute, ConcreteProxy):
     """Attribute access on a :class:`ConcreteProxy` (``x.shape``), created lazily like fx's."""

@@ -1,0 +1,84 @@
+"""The torchbend command: model resolution, --bend parsing, inspect, bend, export, check, demo."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torchbend as tb
+from torchbend.cli import load_model, main, parse_bend
+from torchbend.errors import TorchbendError
+
+
+def test_parse_bend():
+    cb, pattern = parse_bend("Mask(prob=0.3, dim=-2, seed=1)@encoder.*conv$")
+    assert isinstance(cb, tb.Mask) and cb.prob == 0.3 and pattern == "encoder.*conv$"
+    cb, _ = parse_bend("Scale(2.0)@x")
+    assert cb.scale == 2.0
+    with pytest.raises(TorchbendError, match="Callback\\(args\\)@pattern"):
+        parse_bend("Mask(prob=0.3)")
+    with pytest.raises(TorchbendError, match="must be literals"):
+        parse_bend("Mask(prob=__import__('os'))@x")
+    with pytest.raises(TorchbendError, match="NoSuch"):
+        parse_bend("NoSuch()@x")
+
+
+def test_model_resolution_errors_name_the_forms():
+    with pytest.raises(TorchbendError, match="shipped model name"):
+        load_model("not_a_model")
+    with pytest.raises(TorchbendError, match="cannot import"):
+        load_model("no.such.module:factory")
+    assert isinstance(load_model("torch.nn:Identity"), torch.nn.Identity)
+
+
+def test_inspect_bend_export_check(tmp_path, capsys):
+    assert main(["inspect", "tiny_rave", "--input", "1x1x2048"]) == 0
+    out = capsys.readouterr().out
+    assert "encoder.0.weight" in out and "conv1d_10" in out
+    sound = tmp_path / "in.wav"
+    tb.audio.save(sound, torch.randn(1, 5000) * 0.1, 44100)
+    args = [
+        "bend",
+        "tiny_rave",
+        str(sound),
+        str(tmp_path / "out.wav"),
+        "--quiet",
+        "--bend",
+        "Mask(prob=0.5, dim=-2, seed=0)@conv1d_10$",
+        "--bend",
+        "Scale(0.5)@decoder.0.weight",
+    ]
+    assert main(args) == 0
+    audio, rate = tb.audio.load(tmp_path / "out.wav")
+    assert audio.shape == (1, 5000) and rate == 44100
+    ts = tmp_path / "model.ts"
+    assert (
+        main(
+            [
+                "export",
+                "tiny_rave",
+                "--format",
+                "nntilde",
+                "--input",
+                "1x1x2048",
+                "--bend",
+                "Scale(0.5)@conv1d_10$",
+                "-o",
+                str(ts),
+            ]
+        )
+        == 0
+    )
+    assert main(["check", str(ts)]) == 0
+    assert "forward" in capsys.readouterr().out
+    assert main(["bend", "tiny_rave", str(tmp_path / "missing.wav"), str(tmp_path / "o.wav")]) == 2
+    assert "missing.wav" in capsys.readouterr().err
+
+
+def test_demo_renders_files_and_picture(tmp_path):
+    from torchbend.demo import run_demo
+
+    renders = run_demo(tmp_path, seconds=0.5)
+    assert set(renders) == {"bass", "drums", "pad"}
+    assert (tmp_path / "spectrograms.png").stat().st_size > 0
+    assert len(list(tmp_path.glob("*.wav"))) == 12
