@@ -71,6 +71,7 @@ def run_demo(out: Path, seconds: float | None = None) -> dict[str, dict[str, tor
 
     out.mkdir(parents=True, exist_ok=True)
     model = models.load("tiny_rave")
+    assert isinstance(model, models.TinyRave)
     model.set_streaming(True)  # read before tracing: the graph keeps the streaming branch
     rate = int(getattr(model, "sample_rate", 44100))
     ratio = int(getattr(model, "ratio", 1))
