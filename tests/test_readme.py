@@ -8,7 +8,8 @@ from pathlib import Path
 README = Path(__file__).parents[1] / "README.md"
 
 
-def test_readme_python_blocks_run(capsys):
+def test_readme_python_blocks_run(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     assert blocks, "the README has no Python block"
     for block in blocks:
