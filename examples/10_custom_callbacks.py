@@ -134,6 +134,7 @@ def play(bended: tb.BendedModule, signal: torch.Tensor, at_half=None) -> torch.T
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("out/examples/10"))
+    parser.add_argument("--smoke", action="store_true", help="(already fast: same as normal)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 

@@ -34,7 +34,7 @@ def test_model_resolution_errors_name_the_forms():
 def test_inspect_bend_export_check(tmp_path, capsys):
     assert main(["inspect", "tiny_rave", "--input", "1x1x2048"]) == 0
     out = capsys.readouterr().out
-    assert "encoder.0.weight" in out and "conv1d_10" in out
+    assert "encoder.0.weight" in out and "encoder_11" in out
     sound = tmp_path / "in.wav"
     tb.audio.save(sound, torch.randn(1, 5000) * 0.1, 44100)
     args = [
@@ -44,7 +44,7 @@ def test_inspect_bend_export_check(tmp_path, capsys):
         str(tmp_path / "out.wav"),
         "--quiet",
         "--bend",
-        "Mask(prob=0.5, dim=-2, seed=0)@conv1d_10$",
+        "Mask(prob=0.5, dim=-2, seed=0)@encoder_11$",
         "--bend",
         "Scale(0.5)@decoder.0.weight",
     ]
@@ -62,7 +62,7 @@ def test_inspect_bend_export_check(tmp_path, capsys):
                 "--input",
                 "1x1x2048",
                 "--bend",
-                "Scale(0.5)@conv1d_10$",
+                "Scale(0.5)@encoder_11$",
                 "-o",
                 str(ts),
             ]

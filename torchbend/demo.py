@@ -17,7 +17,7 @@ SOUNDS = Path(__file__).resolve().parents[1] / "assets" / "sounds"
 BENDINGS = {
     "noisy_decoder_weight": "Noise(std=0.3, seed=0) on the weight of decoder block 5",
     "masked_hidden_channels": "Mask(prob=0.5, dim=-2, seed=1) on the channels of encoder_8",
-    "latent_sweep": "Scale(depth) on the latent (conv1d_10), depth swept 1 -> -2 across the file",
+    "latent_sweep": "Scale(depth) on the latent (encoder_11), depth swept 1 -> -2 across the file",
 }
 
 
@@ -96,7 +96,7 @@ def run_demo(out: Path, seconds: float | None = None) -> dict[str, dict[str, tor
         "original": [],
         "noisy_decoder_weight": [(Noise(std=0.3, seed=0), r"decoder\.5\.weight")],
         "masked_hidden_channels": [(Mask(prob=0.5, dim=-2, seed=1), "encoder_8$")],
-        "latent_sweep": [(Scale(depth), "conv1d_10$")],
+        "latent_sweep": [(Scale(depth), "encoder_11$")],
     }
     renders: dict[str, dict[str, torch.Tensor]] = {name: {"input": a} for name, a in sounds.items()}
     timings: dict[str, float] = {}

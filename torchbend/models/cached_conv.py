@@ -38,6 +38,9 @@ class CachedConv1d(nn.Conv1d):
     """
 
     cache: torch.Tensor
+    # A leaf of bended graphs: its cache is resized when the batch size changes, which a graph
+    # cannot record, while a leaf's own code runs at every call. Its weights still bend.
+    torchbend_leaf = True
 
     def __init__(
         self,
@@ -102,6 +105,9 @@ class CachedConvTranspose1d(nn.ConvTranspose1d):
     """
 
     cache: torch.Tensor
+    # A leaf of bended graphs: its cache is resized when the batch size changes, which a graph
+    # cannot record, while a leaf's own code runs at every call. Its weights still bend.
+    torchbend_leaf = True
 
     def __init__(
         self, in_channels: int, out_channels: int, kernel_size: int, stride: int, bias: bool = True

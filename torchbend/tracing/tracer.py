@@ -274,6 +274,8 @@ def _restore_state(root: torch.nn.Module) -> Iterator[None]:
                     assigned.append(qualname)
                 m._buffers[name] = b
                 b.copy_(saved)
+                if b.grad_fn is not None:  # an in-place update from parameters left history
+                    b.detach_()
         for m, before in attributes:
             for key, value in list(vars(m).items()):
                 if isinstance(value, torch.fx.Proxy):
@@ -427,6 +429,8 @@ class BendingTracer(torch.fx.Tracer):
 
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
         if isinstance(m, self.leaf_types) or module_qualified_name in self.leaf_names:
+            return True
+        if getattr(m, "torchbend_leaf", False):
             return True
         return super().is_leaf_module(m, module_qualified_name)
 

@@ -1,0 +1,86 @@
+"""Tutorial: bend the weights of the shipped model and listen to what each bending does.
+
+Run: python examples/02_weight_bending.py [--out DIR] [--smoke]
+
+Loads TinyRave (``torchbend.models.load()``) and the drum loop of ``assets/sounds``, lists the
+model's weights (``weights.txt``), then renders the loop through the model once as it is
+(``original.wav``) and once per weight bending: a louder latent read-out (``Scale``), noise on
+a residual block (``Noise``), a third of the output channels of a layer cut (``Mask`` with
+``dim``), shuffled filters (``Permute``) and all of them at once (``all.wav``). WAVs go to DIR
+(default ``out/examples/02``). ``--smoke`` crops the loop to one second.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+
+import torchbend as tb
+from torchbend.audio import load as load_audio
+from torchbend.audio import save
+from torchbend.models import TinyRave, WeightsError, load
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shipped_model() -> torch.nn.Module:
+    """The trained TinyRave; the untrained one if its weights file is missing."""
+    try:
+        return load("tiny_rave")
+    except WeightsError as e:
+        print(f"note: {e}; using an untrained TinyRave")
+        return TinyRave().eval()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=Path("out/examples/02"))
+    parser.add_argument("--smoke", action="store_true", help="one second of audio")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    model = shipped_model()
+    sr = model.sample_rate
+    audio, _ = load_audio(REPO / "assets/sounds/drums.wav", sample_rate=sr, mono=True)
+    seconds = 1.0 if args.smoke else 4.0
+    length = int(seconds * sr) // model.ratio * model.ratio  # a multiple of the model's ratio
+    x = audio[None, :, :length]  # [batch, channels, time]
+
+    bended = tb.BendedModule(model)
+    bended.trace(x=x)
+    bended.print_weights(out=args.out / "weights.txt")  # names, shapes: what we can bend
+
+    # Each bending: a name, a callback, and a regular expression over weight names.
+    bendings = {
+        # decoder.0 reads the 16-dim latent: doubling it overdrives everything after it.
+        "scale": (tb.Scale(2.0), r"decoder\.0\.weight"),
+        # Multiplicative noise (1 + N(0, 0.5)) on both convs of the first decoder block.
+        "noise": (tb.Noise(std=0.5, op="mul", seed=0), r"decoder\.3\.net\.\d\.weight"),
+        # A conv weight is [out, in, kernel]: dim=0 keeps the mask along the output
+        # channels, so whole filters go silent.
+        "mask": (tb.Mask(prob=0.3, dim=0, seed=0), r"decoder\.6\.net\.1\.weight"),
+        # Shuffle half of the filters (output channels) of the last residual block's conv.
+        "permute": (tb.Permute(dim=0, seed=0, amount=0.5), r"decoder\.9\.net\.1\.weight"),
+    }
+
+    with torch.no_grad():
+        renders = {"original": bended(x)}
+        for name, (callback, pattern) in bendings.items():
+            bended.reset()  # back to the original weights, bit for bit
+            bent = bended.bend(callback, pattern)
+            print(f"{name:8} {callback!r} on {bent}")
+            renders[name] = bended(x)
+        bended.reset()
+        for callback, pattern in bendings.values():  # several bendings stack
+            bended.bend(callback, pattern)
+        renders["all"] = bended(x)
+
+    for name, y in renders.items():
+        path = save(args.out / f"{name}.wav", y[0].clamp(-1, 1), sr)
+        print(f"wrote {path}  (rms {y.pow(2).mean().sqrt():.3f})")
+
+
+if __name__ == "__main__":
+    main()

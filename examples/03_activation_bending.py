@@ -1,0 +1,102 @@
+"""Tutorial: bend the activations of the shipped model, as audio flows through it.
+
+Run: python examples/03_activation_bending.py [--out DIR] [--smoke]
+
+Loads TinyRave (``torchbend.models.load()``) and the bass line of ``assets/sounds``, writes the
+table of its activations (``activations.txt``) and renders the bass through the model as it is
+(``original.wav``), then with one activation bending at a time: channels of the latent masked
+(``mask_latent.wav``), the latent read at half speed (``timestretch.wav``), a hidden layer
+driven into a soft clipper (``softclip.wav``) and quantized to four levels
+(``quantize.wav``). It also draws the original and masked latents (``latents.png``). Files go
+to DIR (default ``out/examples/03``). ``--smoke`` crops the bass to one second.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # draw to files, no window
+import matplotlib.pyplot as plt
+import torch
+
+import torchbend as tb
+from torchbend.audio import load as load_audio
+from torchbend.audio import save
+from torchbend.models import TinyRave, WeightsError, load
+
+REPO = Path(__file__).resolve().parents[1]
+# Activations are named after graph nodes (see activations.txt). In TinyRave's forward,
+# encoder_11 is the encoder's last convolution: the 16-channel latent, one frame per 256
+# samples. decoder_4 and decoder_7 are LeakyReLUs after the first two upsampling stages.
+LATENT = "encoder_11$"
+
+
+def shipped_model() -> torch.nn.Module:
+    """The trained TinyRave; the untrained one if its weights file is missing."""
+    try:
+        return load("tiny_rave")
+    except WeightsError as e:
+        print(f"note: {e}; using an untrained TinyRave")
+        return TinyRave().eval()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=Path("out/examples/03"))
+    parser.add_argument("--smoke", action="store_true", help="one second of audio")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    model = shipped_model()
+    sr = model.sample_rate
+    audio, _ = load_audio(REPO / "assets/sounds/bass.wav", sample_rate=sr, mono=True)
+    seconds = 1.0 if args.smoke else 4.0
+    x = audio[None, :, : int(seconds * sr) // model.ratio * model.ratio]
+
+    bended = tb.BendedModule(model)
+    bended.trace(x=x)
+    bended.print_activations(out=args.out / "activations.txt")
+
+    bendings = {
+        # Half of the 16 latent channels silenced, for the whole sound (dim=-2: channels).
+        "mask_latent": (tb.Mask(prob=0.5, dim=-2, seed=1), LATENT),
+        # Each latent frame t reads frame t / 2: the sound slows down but keeps its length.
+        "timestretch": (tb.TimeStretch(0.5), LATENT),
+        # tanh(8 x) / tanh(8): loud and quiet values alike pushed towards +-1.
+        "softclip": (tb.SoftClip(drive=8.0), "decoder_7$"),
+        # 2 bits: four levels for the whole hidden layer.
+        "quantize": (tb.Quantize(bits=2), "decoder_4$"),
+    }
+
+    with torch.no_grad():
+        renders = {"original": bended(x)}
+        for name, (callback, pattern) in bendings.items():
+            bended.reset()
+            print(f"{name:12} {callback!r} on {bended.bend(callback, pattern)}")
+            renders[name] = bended(x)
+        # get_activations runs the graph only up to the latent; bended=True applies the mask.
+        bended.reset()
+        bended.bend(*bendings["mask_latent"])
+        latents = {
+            "original": bended.get_activations(LATENT, bended=False, x=x)["encoder_11"],
+            "masked": bended.get_activations(LATENT, x=x)["encoder_11"],
+        }
+
+    for name, y in renders.items():
+        print(f"wrote {save(args.out / f'{name}.wav', y[0].clamp(-1, 1), sr)}")
+
+    fig, axes = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+    for ax, (name, z) in zip(axes, latents.items()):
+        ax.imshow(z[0].numpy(), aspect="auto", origin="lower", cmap="magma")
+        ax.set(title=f"latent, {name}", ylabel="channel")
+    axes[-1].set_xlabel("frame (256 samples)")
+    fig.tight_layout()
+    fig.savefig(args.out / "latents.png", dpi=80)
+    print(f"wrote {args.out / 'latents.png'} and {args.out / 'activations.txt'}")
+
+
+if __name__ == "__main__":
+    main()

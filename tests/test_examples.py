@@ -1,0 +1,63 @@
+"""The gallery in examples/ runs as written: each script, in its fast mode, exits 0 and writes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+SCRIPTS = sorted(EXAMPLES.glob("[0-9][0-9]_*.py"))
+TIMEOUT = 300  # seconds per script; the smoke modes take a few
+
+
+def command(script: Path, out: Path) -> list[str]:
+    return [sys.executable, str(script), "--out", str(out), "--smoke"]
+
+
+def run(script: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    # One thread per script: the scripts run side by side, one per core.
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+    return subprocess.run(
+        command(script, out),
+        cwd=EXAMPLES.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(request, tmp_path_factory) -> dict[str, tuple[Path, Future]]:
+    """Start the selected scripts at once, as many at a time as there are cores."""
+    selected = [
+        item.callspec.params["script"]
+        for item in request.session.items
+        if getattr(item, "originalname", None) == "test_example" and hasattr(item, "callspec")
+    ]
+    pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1))
+    started = {}
+    for script in selected:
+        out = tmp_path_factory.mktemp(script.stem)
+        started[script.name] = (out, pool.submit(run, script, out))
+    yield started
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def test_gallery_is_there():
+    assert len(SCRIPTS) >= 10, [s.name for s in SCRIPTS]
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[s.stem for s in SCRIPTS])
+def test_example(script: Path, runs) -> None:
+    out, future = runs[script.name]
+    result = future.result()
+    tail = f"\n--- stdout ---\n{result.stdout[-3000:]}\n--- stderr ---\n{result.stderr[-3000:]}"
+    assert result.returncode == 0, f"{script.name} exited {result.returncode}{tail}"
+    written = [p for p in out.rglob("*") if p.is_file()]
+    assert written, f"{script.name} wrote nothing to {out}{tail}"
