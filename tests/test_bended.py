@@ -401,3 +401,18 @@ def test_state_registered_while_tracing_another_method_is_concrete():
     state = mask.state("encode:conv")
     assert type(state) is torch.Tensor
     assert copy.deepcopy(mask).state("encode:conv").shape == state.shape
+
+
+def test_string_annotations_do_not_reach_generated_code():
+    class Annotated(nn.Module):  # this file has `from __future__ import annotations`
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv1d(1, 2, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.conv(x)
+
+    x = torch.randn(1, 1, 16)
+    bended = tb.BendedModule(Annotated())
+    bended.trace(x=x)
+    assert torch.equal(bended.script()(x), bended(x))

@@ -9,6 +9,7 @@ import inspect
 import linecache
 import math
 import operator
+import typing
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -159,6 +160,15 @@ def _find_class(key: str) -> type:
             obj = getattr(obj, atom)
         cls = _CLASSES.setdefault(key, obj)
     return cls
+
+
+def _annotations(fn: Callable[..., Any]) -> dict[str, Any]:
+    """Argument annotations as types: written as strings (``from __future__ import
+    annotations``) they would reach generated code as names it cannot resolve."""
+    try:
+        return typing.get_type_hints(fn)
+    except Exception:  # an annotation naming something not importable here: keep none
+        return {}
 
 
 def rebuild_object(
@@ -388,7 +398,7 @@ class BendingTracer(torch.fx.Tracer):
             inspect.Parameter.KEYWORD_ONLY: 1,
         }
         params.sort(key=lambda p: order.get(p.kind, 0))
-        annotations = getattr(inner, "__annotations__", {})
+        annotations = _annotations(inner)
         values = []
         for p in params:
             stars: dict[Any, str] = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}
