@@ -25,22 +25,13 @@ import torch
 import torchbend as tb
 from torchbend.audio import load as load_audio
 from torchbend.audio import save
-from torchbend.models import TinyRave, WeightsError, load
+from torchbend.models import load
 
 REPO = Path(__file__).resolve().parents[1]
 # Activations are named after graph nodes (see activations.txt). In TinyRave's forward,
 # encoder_11 is the encoder's last convolution: the 16-channel latent, one frame per 256
 # samples. decoder_4 and decoder_7 are LeakyReLUs after the first two upsampling stages.
 LATENT = "encoder_11$"
-
-
-def shipped_model() -> torch.nn.Module:
-    """The trained TinyRave; the untrained one if its weights file is missing."""
-    try:
-        return load("tiny_rave")
-    except WeightsError as e:
-        print(f"note: {e}; using an untrained TinyRave")
-        return TinyRave().eval()
 
 
 def main() -> None:
@@ -50,7 +41,7 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
-    model = shipped_model()
+    model = load("tiny_rave")
     sr = model.sample_rate
     audio, _ = load_audio(REPO / "assets/sounds/bass.wav", sample_rate=sr, mono=True)
     seconds = 1.0 if args.smoke else 4.0

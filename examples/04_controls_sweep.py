@@ -27,7 +27,7 @@ import torchbend as tb
 from torchbend.audio import load as load_audio
 from torchbend.audio import save
 from torchbend.audio.stream import Stream
-from torchbend.models import TinyRave, WeightsError, load
+from torchbend.models import load
 
 REPO = Path(__file__).resolve().parents[1]
 BLOCK = 2048  # samples per block: 46 ms at 44.1 kHz, a multiple of the model's ratio (256)
@@ -35,19 +35,11 @@ BLOCK = 2048  # samples per block: 46 ms at 44.1 kHz, a multiple of the model's 
 
 def streaming_model(block: int) -> tb.BendedModule:
     """TinyRave in streaming mode, wrapped and traced on one block."""
-    try:
-        model = load("tiny_rave")
-    except WeightsError as e:
-        print(f"note: {e}; using an untrained TinyRave")
-        model = TinyRave().eval()
+    model = load("tiny_rave")
     model.set_streaming(True)  # cached convolutions carry their state from block to block
-    silence = torch.zeros(1, 1, block)
-    with torch.no_grad():
-        model(silence)  # one plain call sizes the caches for batch 1...
-    model.reset_cache()
     bended = tb.BendedModule(model)
-    bended.trace(x=silence)  # ...then trace at the block size we will stream
-    model.reset_cache()  # start the stream from silence
+    bended.trace(x=torch.zeros(1, 1, block))  # trace at the block size we will stream
+    model.reset_cache()  # tracing ran the model: start the stream from silence
     return bended
 
 

@@ -26,18 +26,10 @@ import torch
 import torchbend as tb
 from torchbend.audio import load as load_audio
 from torchbend.audio import save
-from torchbend.models import TinyRave, WeightsError, load
+from torchbend.models import load
 
 REPO = Path(__file__).resolve().parents[1]
 LATENT = "encoder_11"  # the encoder's last convolution in TinyRave's forward: [1, 16, frames]
-
-
-def shipped_model() -> torch.nn.Module:
-    try:
-        return load("tiny_rave")
-    except WeightsError as e:
-        print(f"note: {e}; using an untrained TinyRave")
-        return TinyRave().eval()
 
 
 def main() -> None:
@@ -47,7 +39,7 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
-    model = shipped_model()
+    model = load("tiny_rave")
     sr = model.sample_rate
     length = int((1.0 if args.smoke else 4.0) * sr) // model.ratio * model.ratio
     drums, bass = (

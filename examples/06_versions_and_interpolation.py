@@ -22,17 +22,9 @@ import torch
 import torchbend as tb
 from torchbend.audio import load as load_audio
 from torchbend.audio import save
-from torchbend.models import TinyRave, WeightsError, load
+from torchbend.models import TinyRave, load
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def shipped_model() -> torch.nn.Module:
-    try:
-        return load("tiny_rave")
-    except WeightsError as e:
-        print(f"note: {e}; using an untrained TinyRave")
-        return TinyRave().eval()
 
 
 def main() -> None:
@@ -42,7 +34,7 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
-    model = shipped_model()
+    model = load("tiny_rave")
     sr = model.sample_rate
     audio, _ = load_audio(REPO / "assets/sounds/drums.wav", sample_rate=sr, mono=True)
     x = audio[None, :, : int((1.0 if args.smoke else 4.0) * sr) // model.ratio * model.ratio]

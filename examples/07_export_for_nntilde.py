@@ -24,15 +24,7 @@ from pathlib import Path
 import torch
 
 import torchbend as tb
-from torchbend.models import TinyRave, WeightsError, load
-
-
-def shipped_model() -> torch.nn.Module:
-    try:
-        return load("tiny_rave")
-    except WeightsError as e:
-        print(f"note: {e}; using an untrained TinyRave")
-        return TinyRave().eval()
+from torchbend.models import load
 
 
 def bend(bended: tb.BendedModule) -> None:
@@ -54,7 +46,7 @@ def main() -> None:
 
     # 1. nn~, traced per method, in streaming mode: the caches of TinyRave's convolutions carry
     # state from one buffer nn~ gives to the next, so buffers join without clicks.
-    model = shipped_model()
+    model = load("tiny_rave")
     model.set_streaming(True)
     bended = tb.BendedModule(model)
     bended.trace(x=x)
@@ -73,7 +65,7 @@ def main() -> None:
     print(f"wrote {path} and {args.out / 'nntilde_report.txt'}")
 
     # 2. TorchScript and .pt2 of an offline model, each reloaded and compared.
-    offline = tb.BendedModule(shipped_model())
+    offline = tb.BendedModule(load("tiny_rave"))
     offline.trace(x=x)
     bend(offline)
     with torch.no_grad():

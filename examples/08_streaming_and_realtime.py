@@ -22,22 +22,14 @@ import torchbend as tb
 from torchbend.audio import load as load_audio
 from torchbend.audio import save
 from torchbend.audio.stream import Stream
-from torchbend.models import TinyRave, WeightsError, load
+from torchbend.models import load
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def shipped_model() -> torch.nn.Module:
-    try:
-        return load("tiny_rave")
-    except WeightsError as e:
-        print(f"note: {e}; using an untrained TinyRave")
-        return TinyRave().eval()
-
-
 def bent_stream(block: int, batch: int) -> tuple[tb.BendedModule, Stream]:
     """A streaming, bent TinyRave traced for ``batch`` channels of ``block`` samples."""
-    model = shipped_model().set_streaming(True)
+    model = load("tiny_rave").set_streaming(True)
     silence = torch.zeros(batch, 1, block)
     with torch.no_grad():
         model(silence)  # size the caches for this batch before tracing
