@@ -9,8 +9,8 @@ import inspect
 import linecache
 import math
 import operator
-import typing
 import os
+import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
