@@ -15,7 +15,7 @@ from torch import nn
 
 import torchbend as tb
 from torchbend.tracing import BendingTracer, DecisionChanged, TraceResult, check_decision
-from torchbend.tracing.tracer import class_key, rebuild_object
+from torchbend.tracing.objects import class_key, rebuild_object
 
 
 class Function(nn.Module):

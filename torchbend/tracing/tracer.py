@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import importlib
 import inspect
 import linecache
 import math
@@ -23,143 +21,27 @@ from torch.overrides import TorchFunctionMode
 from ..errors import TracingError
 from .facts import Fact
 from .flow import READERS, FlowStep, check_decision
+from .objects import class_key, rebuild_object
+from .operations import (
+    DATA_SHAPED_FUNCTIONS,
+    DATA_SHAPED_METHODS,
+    FACTORIES,
+    PURE_FUNCTIONS,
+    RANDOM_FACTORIES,
+    RANDOM_METHODS,
+    SHAPE_ATTRIBUTES,
+    SHAPE_METHODS,
+)
 from .proxy import ConcreteAttribute, ConcreteProxy
+from .state import restore_state
+from .values import has_proxy, holds_tensor, is_proxied_input, leaves, map_values
 
 __all__ = ["BendingTracer", "TraceResult", "class_key", "rebuild_object"]
-
-_RANDOM_FACTORIES: frozenset[Callable[..., Any]] = frozenset(
-    {
-        torch.rand,
-        torch.randn,
-        torch.randint,
-        torch.randperm,
-        torch.normal,
-        torch.bernoulli,
-        torch.multinomial,
-        torch.poisson,
-        torch.rand_like,
-        torch.randn_like,
-        torch.randint_like,
-    }
-)
-# Factories are recorded as graph calls even without traced arguments, so that each call
-# builds its tensors anew (and random ones draw new values) as eager code does.
-_FACTORIES: frozenset[Callable[..., Any]] = _RANDOM_FACTORIES | {
-    torch.zeros,
-    torch.ones,
-    torch.empty,
-    torch.full,
-    torch.arange,
-    torch.linspace,
-    torch.logspace,
-    torch.eye,
-    torch.tensor,
-    torch.zeros_like,
-    torch.ones_like,
-    torch.empty_like,
-    torch.full_like,
-}
-_RANDOM_METHODS = frozenset(
-    {"normal_", "uniform_", "bernoulli_", "random_", "exponential_", "geometric_", "cauchy_"}
-)
-# Operations whose output shape depends on tensor values, not only on input shapes.
-_DATA_SHAPED_FUNCTIONS: frozenset[Callable[..., Any]] = frozenset(
-    {
-        torch.nonzero,
-        torch.masked_select,
-        torch.unique,
-        torch.unique_consecutive,
-        torch.argwhere,
-        torch.repeat_interleave,
-    }
-)
-_DATA_SHAPED_METHODS = frozenset(
-    {
-        "nonzero",
-        "masked_select",
-        "unique",
-        "unique_consecutive",
-        "argwhere",
-        "repeat_interleave",
-        "tolist",
-        "item",
-    }
-)
-_SHAPE_ATTRIBUTES = {
-    "shape": "shape",
-    "dtype": "dtype",
-    "ndim": "ndim",
-    "device": "device",
-    "is_cuda": "device",
-    "is_cpu": "device",
-    "is_meta": "device",
-    "layout": "dtype",
-    "is_sparse": "dtype",
-    "is_quantized": "dtype",
-}
-_SHAPE_METHODS = {
-    "size": "shape",
-    "dim": "ndim",
-    "ndimension": "ndim",
-    "numel": "shape",
-    "nelement": "shape",
-    "is_floating_point": "dtype",
-    "is_complex": "dtype",
-    "element_size": "dtype",
-    "get_device": "device",
-}
-# Static nodes computing these are pure: when nothing uses them they are dropped from graphs.
-_PURE_FUNCTIONS: frozenset[Any] = frozenset(
-    {
-        getattr,
-        operator.getitem,
-        operator.gt,
-        operator.ge,
-        operator.lt,
-        operator.le,
-        operator.eq,
-        operator.ne,
-        operator.add,
-        operator.sub,
-        operator.mul,
-        operator.truediv,
-        operator.floordiv,
-        operator.mod,
-        operator.neg,
-        operator.not_,
-        len,
-    }
-)
 
 _SKIPPED_FILES = (
     os.path.dirname(torch.__file__) + os.sep,
     os.path.dirname(os.path.dirname(__file__)) + os.sep,
 )
-
-
-# Classes of the objects graphs rebuild, by the name their nodes carry: torch.fx writes
-# arguments into generated code by ``repr``, which a class has no usable form of.
-_CLASSES: dict[str, type] = {}
-
-
-def class_key(cls: type) -> str:
-    """The name ``rebuild_object`` finds ``cls`` by (``module:qualname``)."""
-    key = f"{cls.__module__}:{cls.__qualname__}"
-    if _CLASSES.setdefault(key, cls) is not cls:  # another class of that name (a local class)
-        key = f"{key}@{id(cls):x}"
-        _CLASSES[key] = cls
-    return key
-
-
-def _find_class(key: str) -> type:
-    cls = _CLASSES.get(key)
-    if cls is None:  # a graph made in another process: import the class by its name
-        module, _, qualname = key.partition(":")
-        obj: Any = importlib.import_module(module)
-        for atom in qualname.split("."):
-            obj = getattr(obj, atom)
-        cls = _CLASSES.setdefault(key, obj)
-    return cls
 
 
 def _annotations(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -169,26 +51,6 @@ def _annotations(fn: Callable[..., Any]) -> dict[str, Any]:
         return typing.get_type_hints(fn)
     except Exception:  # an annotation naming something not importable here: keep none
         return {}
-
-
-def rebuild_object(
-    cls: type | str, items: dict[Any, Any] | None, attributes: dict[str, Any]
-) -> Any:
-    """Rebuild an object of ``cls`` (a dataclass, a distribution...) from its fields.
-
-    ``cls`` is a class or its :func:`class_key`, as graphs give it.
-    """
-    if isinstance(cls, str):
-        cls = _find_class(cls)
-    obj: Any = cls.__new__(cls)  # type: ignore[call-overload]
-    if items is not None:
-        # The nearest built-in mapping's own ``__setitem__`` (an OrderedDict keeps its order
-        # apart from the dict), bypassing the class's (ModelOutput's refuses some writes).
-        mapping: Any = next(b for b in cls.__mro__ if b.__module__ in ("builtins", "collections"))
-        for key, value in items.items():
-            mapping.__setitem__(obj, key, value)
-    obj.__dict__.update(attributes)
-    return obj
 
 
 @dataclass
@@ -203,102 +65,6 @@ class TraceResult:
     outputs: Any = None
     runtime_guards: int = 0
     notes: list[str] = field(default_factory=list)
-
-
-def _map(value: Any, fn: Callable[[Any], Any]) -> Any:
-    """Apply ``fn`` to the leaves of nested built-in containers."""
-    if isinstance(value, tuple):
-        mapped = tuple(_map(v, fn) for v in value)
-        return type(value)(*mapped) if hasattr(value, "_fields") else mapped
-    if isinstance(value, list):
-        return [_map(v, fn) for v in value]
-    if type(value) is dict:
-        return {k: _map(v, fn) for k, v in value.items()}
-    if isinstance(value, slice):
-        return slice(_map(value.start, fn), _map(value.stop, fn), _map(value.step, fn))
-    return fn(value)
-
-
-def _leaves(value: Any) -> Iterator[Any]:
-    if isinstance(value, (tuple, list)):
-        for v in value:
-            yield from _leaves(v)
-    elif type(value) is dict:
-        for v in value.values():
-            yield from _leaves(v)
-    elif isinstance(value, slice):
-        yield from _leaves((value.start, value.stop, value.step))
-    else:
-        yield value
-
-
-def _holds_tensor(value: Any) -> bool:
-    if isinstance(value, torch.Tensor):
-        return True
-    return isinstance(value, (tuple, list, dict)) and any(
-        isinstance(v, torch.Tensor) for v in _leaves(value)
-    )
-
-
-def _has_proxy(value: Any) -> bool:
-    return any(isinstance(v, torch.fx.Proxy) for v in _leaves(value))
-
-
-def _is_proxied_input(value: Any) -> bool:
-    """Inputs that become proxies; the others (None, bools, strings...) stay concrete."""
-    if isinstance(value, bool) or value is None:
-        return False
-    if isinstance(value, (torch.Tensor, int, float)):
-        return True
-    if hasattr(value, "batch_size") and hasattr(value, "items"):  # TensorDict
-        return True
-    return any(isinstance(v, torch.Tensor) for v in _leaves(value))
-
-
-@contextlib.contextmanager
-def _restore_state(root: torch.nn.Module) -> Iterator[None]:
-    """Undo what running ``root`` on example inputs changed: buffers and random generators.
-
-    Tracing runs the module once; without this, a call that traces a new graph would update
-    batch-norm statistics and draw random numbers twice, unlike an eager call. Traced values
-    assigned to module attributes are taken back too (they would leak proxies into the module),
-    and assigning one to a buffer is an error: graphs do not record assignments.
-    """
-    modules = list(root.named_modules(remove_duplicate=False))
-    buffers = [
-        (m, f"{prefix}.{name}".lstrip("."), name, b, b.clone())
-        for prefix, m in modules
-        for name, b in m._buffers.items()
-        if b is not None
-    ]
-    attributes = [(m, dict(vars(m))) for _, m in modules]
-    assigned: list[str] = []
-    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
-    try:
-        with torch.random.fork_rng(devices=cuda):
-            yield
-    finally:
-        with torch.no_grad():
-            for m, qualname, name, b, saved in buffers:
-                if isinstance(m._buffers.get(name), torch.fx.Proxy):
-                    assigned.append(qualname)
-                m._buffers[name] = b
-                b.copy_(saved)
-                if b.grad_fn is not None:  # an in-place update from parameters left history
-                    b.detach_()
-        for m, before in attributes:
-            for key, value in list(vars(m).items()):
-                if isinstance(value, torch.fx.Proxy):
-                    if key in before:
-                        vars(m)[key] = before[key]
-                    else:
-                        del vars(m)[key]
-    if assigned:
-        raise TracingError(
-            f"{type(root).__name__} assigns traced values to its buffers {sorted(set(assigned))} "
-            "in forward: graphs do not record assignments, so their calls would not update them. "
-            "Update the buffers in place instead (self.buf.copy_(new), self.buf.add_(x))."
-        )
 
 
 class _RecordFactories(TorchFunctionMode):
@@ -316,7 +82,7 @@ class _RecordFactories(TorchFunctionMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        if func in _FACTORIES and not self.tracer.executing and not _has_proxy((args, kwargs)):
+        if func in FACTORIES and not self.tracer.executing and not has_proxy((args, kwargs)):
             return self.tracer.create_proxy("call_function", func, args, kwargs)
         return func(*args, **kwargs)
 
@@ -362,7 +128,7 @@ class BendingTracer(torch.fx.Tracer):
         self._inputs = inputs
         self._steps, self._facts, self._constants = [], set(), {}
         self._concrete_inputs, self._runtime_guards = [], 0
-        with _restore_state(root), _RecordFactories(self):
+        with restore_state(root), _RecordFactories(self):
             graph = self.trace(root)
         outputs = self._finalize(graph)
         return TraceResult(
@@ -451,7 +217,7 @@ class BendingTracer(torch.fx.Tracer):
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
     ) -> Any:
-        if self.executing or not _has_proxy((args, kwargs)):
+        if self.executing or not has_proxy((args, kwargs)):
             return forward(*args, **kwargs)
         return super().call_module(m, forward, args, kwargs)
 
@@ -466,12 +232,12 @@ class BendingTracer(torch.fx.Tracer):
         if isinstance(a, torch.Tensor) and not isinstance(a, torch.nn.Parameter):
             if a not in self.tensor_attrs and not any(a is b for _, b in self.root.named_buffers()):
                 return self._constant(a)
-        if isinstance(a, dict) and type(a) is not dict and _has_proxy(dict(a)):
+        if isinstance(a, dict) and type(a) is not dict and has_proxy(dict(a)):
             return self._rebuild(a, dict(a))
         if (
             not isinstance(a, (tuple, list, dict, slice, torch.nn.Module, type))
             and hasattr(a, "__dict__")
-            and _has_proxy(dict(vars(a)))
+            and has_proxy(dict(vars(a)))
         ):
             return self._rebuild(a, None)
         return super().create_arg(a)
@@ -533,7 +299,7 @@ class BendingTracer(torch.fx.Tracer):
         value = self.value_of(proxy)
         if not hasattr(value, attr):
             return False, None
-        what = "device" if _SHAPE_ATTRIBUTES.get(attr) == "device" else "dtype"
+        what = "device" if SHAPE_ATTRIBUTES.get(attr) == "device" else "dtype"
         self._facts.update(
             (name, what, None) for name, v in self._inputs.items() if isinstance(v, torch.Tensor)
         )
@@ -546,7 +312,7 @@ class BendingTracer(torch.fx.Tracer):
         return proxy.node.meta["tb_value"]
 
     def _concrete(self, value: Any) -> Any:
-        return _map(value, lambda v: self.value_of(v) if isinstance(v, torch.fx.Proxy) else v)
+        return map_values(value, lambda v: self.value_of(v) if isinstance(v, torch.fx.Proxy) else v)
 
     def _placeholder(self, proxy: torch.fx.Proxy) -> Any:
         node = proxy.node
@@ -564,7 +330,7 @@ class BendingTracer(torch.fx.Tracer):
         if self.on_value is not None and isinstance(value, torch.Tensor):
             value = self._concrete_hook(node, value)
         node.meta["tb_value"] = value
-        if not _is_proxied_input(value):
+        if not is_proxied_input(value):
             # ``*args``/``**kwargs`` left empty are no input of the call: nothing to guard.
             deps = frozenset({(name, "value", None)}) if name in self._inputs else frozenset()
             self._concrete_inputs.append(name)
@@ -621,7 +387,7 @@ class BendingTracer(torch.fx.Tracer):
     def _annotate(self, node: Node, kind: str, target: Any, args: Any, value: Any) -> None:
         """Record in ``node.meta`` whether the value is fixed by the input signature."""
         node.meta["tb_value"] = value
-        proxies = [a for a in _leaves((args,)) if isinstance(a, torch.fx.Proxy)]
+        proxies = [a for a in leaves((args,)) if isinstance(a, torch.fx.Proxy)]
         metas = [p.node.meta for p in proxies]
         if kind == "get_attr":
             static = str(target) in self._constants
@@ -630,9 +396,9 @@ class BendingTracer(torch.fx.Tracer):
         first = metas[0] if metas else {}
         shape_kind = None
         if kind == "call_function" and target is getattr and len(args) > 1:
-            shape_kind = _SHAPE_ATTRIBUTES.get(args[1])
+            shape_kind = SHAPE_ATTRIBUTES.get(args[1])
         elif kind == "call_method":
-            shape_kind = _SHAPE_METHODS.get(target)
+            shape_kind = SHAPE_METHODS.get(target)
         if shape_kind is not None and first.get("tb_shape_deps") is not None:
             deps = first["tb_shape_deps"]
             if "tb_input" in first:
@@ -662,16 +428,16 @@ class BendingTracer(torch.fx.Tracer):
             deps = frozenset({(first["tb_shape_of"], "shape", args[1])})
             node.meta.update(tb_static=True, tb_deps=deps, tb_shape_deps=frozenset())
             return
-        random = (kind == "call_function" and target in _RANDOM_FACTORIES) or (
-            kind == "call_method" and target in _RANDOM_METHODS
+        random = (kind == "call_function" and target in RANDOM_FACTORIES) or (
+            kind == "call_method" and target in RANDOM_METHODS
         )
         static = not random and all(m.get("tb_static", False) for m in metas)
         deps = frozenset().union(*(m.get("tb_deps", frozenset()) for m in metas))
         shape_deps: frozenset[Fact] | None = frozenset()
-        makes_tensors = _holds_tensor(value)
+        makes_tensors = holds_tensor(value)
         for p, m in zip(proxies, metas):
             v = m.get("tb_value")
-            if _holds_tensor(v):
+            if holds_tensor(v):
                 own = m.get("tb_shape_deps")
             elif not m.get("tb_static"):
                 own = None
@@ -691,8 +457,8 @@ class BendingTracer(torch.fx.Tracer):
                 and v.dtype == torch.bool
             ):
                 shape_deps = None
-        if (kind == "call_function" and target in _DATA_SHAPED_FUNCTIONS) or (
-            kind == "call_method" and target in _DATA_SHAPED_METHODS
+        if (kind == "call_function" and target in DATA_SHAPED_FUNCTIONS) or (
+            kind == "call_method" and target in DATA_SHAPED_METHODS
         ):
             shape_deps = None
         node.meta.update(
@@ -793,8 +559,8 @@ class BendingTracer(torch.fx.Tracer):
                 and node.meta.get("tb_static")
                 and not node.meta.get("tb_guard")
                 and (
-                    (node.op == "call_function" and node.target in _PURE_FUNCTIONS)
-                    or (node.op == "call_method" and node.target in _SHAPE_METHODS)
+                    (node.op == "call_function" and node.target in PURE_FUNCTIONS)
+                    or (node.op == "call_method" and node.target in SHAPE_METHODS)
                 )
             ):
                 graph.erase_node(node)
@@ -830,9 +596,7 @@ def describe_shape(value: Any) -> Any:
     """The shape of a tensor, or the nested shapes of a tuple of tensors."""
     if isinstance(value, torch.Tensor):
         return value.shape
-    if isinstance(value, (tuple, list)) and any(
-        isinstance(v, torch.Tensor) for v in _leaves(value)
-    ):
+    if isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in leaves(value)):
         return tuple(describe_shape(v) for v in value)
     return None
 
@@ -840,8 +604,6 @@ def describe_shape(value: Any) -> Any:
 def describe_dtype(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.dtype
-    if isinstance(value, (tuple, list)) and any(
-        isinstance(v, torch.Tensor) for v in _leaves(value)
-    ):
+    if isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in leaves(value)):
         return tuple(describe_dtype(v) for v in value)
     return None
