@@ -620,47 +620,20 @@ class BendedModule(nn.Module):
 
     @property
     def versions(self) -> list[str]:
-        return [WeightBank.ORIGINAL, *self._weights.versions]
+        """Names of the weights versions: ``"original"`` and those written or imported."""
+        return self._weights.names_of_versions()
 
     def write(self, version: str) -> None:
         """Freeze the current weights (bendings included) into version ``version``."""
-        if version == WeightBank.ORIGINAL:
-            raise BendingError(
-                f"version {version!r} is the wrapped module's own; pick another name"
-            )
-        self._weights.versions[version] = {
-            name: self._weights.current(name).detach().clone() for name in self._weights.names()
-        }
+        self._weights.write(version)
 
     def create_version(
         self, version: str, weights: dict[str, torch.Tensor] | nn.Module, strict: bool = True
     ) -> None:
-        """Import another checkpoint with the same weight names as version ``version``."""
+        """Import another checkpoint with the same weight names as version ``version``
+        (``strict=False`` keeps the originals for weights it lacks)."""
         state = weights.state_dict() if isinstance(weights, nn.Module) else dict(weights)
-        names = self._weights.names()
-        missing = [n for n in names if n not in state]
-        unexpected = [k for k in state if k not in names and k not in self.module.state_dict()]
-        mismatched = [
-            f"{n}: {list(state[n].shape)} vs {list(self.weight_shape(n))}"
-            for n in names
-            if n in state and state[n].shape != self.weight_shape(n)
-        ]
-        if mismatched or (strict and (missing or unexpected)):
-            raise BendingError(
-                f"version {version!r} does not fit {type(self.module).__name__}: "
-                f"missing {missing}, unexpected {unexpected}, shape mismatch {mismatched}"
-                + (
-                    ""
-                    if mismatched
-                    else "; pass strict=False to keep the originals for missing ones"
-                )
-            )
-        self._weights.versions[version] = {
-            n: state[n].detach().to(self._weights.original(n))
-            if n in state
-            else self._weights.original(n).detach()
-            for n in names
-        }
+        self._weights.import_version(version, state, strict)
 
     def set_version(self, version: str) -> _Restore:
         """Apply bendings to version ``version``; as a context manager, switch back after."""
@@ -682,20 +655,9 @@ class BendedModule(nn.Module):
         positional weight) and version ``crazy`` half and half."""
         if original is not None:
             weights = {WeightBank.ORIGINAL: original, **weights}
-        unknown = [v for v in weights if v not in self.versions]
-        if unknown or not weights:
-            raise BendingError(
-                f"interpolate() takes weights of versions {self.versions}, got {sorted(weights)}"
-            )
-        total = sum(weights.values())
-        if total == 0:
-            raise BendingError(f"interpolate() weights sum to 0: {weights}")
+        mixed = self._weights.mix(weights)
         previous = (self._active_version, dict(self._weights.base))
-        mix: dict[str, torch.Tensor] = {}
-        for version, w in weights.items():
-            for name, t in self._weights.version_weights(version).items():
-                mix[name] = mix[name] + t * (w / total) if name in mix else t * (w / total)
-        self._rebase(mix)
+        self._rebase(mixed)
         return _Restore(lambda: self._restore_version(*previous))
 
     def _rebase(self, base: dict[str, torch.Tensor]) -> None:

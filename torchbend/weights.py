@@ -7,6 +7,8 @@ from collections.abc import Mapping
 import torch
 from torch import nn
 
+from .errors import BendingError
+
 __all__ = ["WeightBank", "module_view"]
 
 
@@ -88,6 +90,64 @@ class WeightBank:
             for name, t in bent.items()
         }
         self.refresh()
+
+    # -- versions ------------------------------------------------------------------------------
+
+    def names_of_versions(self) -> list[str]:
+        return [self.ORIGINAL, *self.versions]
+
+    def write(self, version: str) -> None:
+        """Freeze the current weights (bendings included) as ``version``."""
+        if version == self.ORIGINAL:
+            raise BendingError(
+                f"version {version!r} is the wrapped module's own; pick another name"
+            )
+        self.versions[version] = {
+            name: self.current(name).detach().clone() for name in self.names()
+        }
+
+    def import_version(
+        self, version: str, state: Mapping[str, torch.Tensor], strict: bool = True
+    ) -> None:
+        """Keep the weights of another checkpoint (same names and shapes) as ``version``."""
+        names = self.names()
+        missing = [n for n in names if n not in state]
+        others = set(self.module.state_dict())
+        unexpected = [k for k in state if k not in names and k not in others]
+        mismatched = [
+            f"{n}: {list(state[n].shape)} vs {list(self.original(n).shape)}"
+            for n in names
+            if n in state and state[n].shape != self.original(n).shape
+        ]
+        if mismatched or (strict and (missing or unexpected)):
+            hint = (
+                "" if mismatched else "; pass strict=False to keep the originals for missing ones"
+            )
+            raise BendingError(
+                f"version {version!r} does not fit {type(self.module).__name__}: "
+                f"missing {missing}, unexpected {unexpected}, shape mismatch {mismatched}{hint}"
+            )
+        self.versions[version] = {
+            n: state[n].detach().to(self.original(n)) if n in state else self.original(n).detach()
+            for n in names
+        }
+
+    def mix(self, weights: Mapping[str, float]) -> dict[str, torch.Tensor]:
+        """The normalized weighted mix of versions' weights."""
+        known = self.names_of_versions()
+        unknown = [v for v in weights if v not in known]
+        if unknown or not weights:
+            raise BendingError(
+                f"interpolate() takes weights of versions {known}, got {sorted(weights)}"
+            )
+        total = sum(weights.values())
+        if total == 0:
+            raise BendingError(f"interpolate() weights sum to 0: {dict(weights)}")
+        mixed: dict[str, torch.Tensor] = {}
+        for version, w in weights.items():
+            for name, t in self.version_weights(version).items():
+                mixed[name] = mixed[name] + t * (w / total) if name in mixed else t * (w / total)
+        return mixed
 
     def set_base(self, weights: Mapping[str, torch.Tensor]) -> None:
         """Replace the base weights (a version's, or a mix); ``{}`` means the originals."""
