@@ -22,30 +22,14 @@ from .controls import BendingParameter
 from .dispatch import Entry, Method, Signature, clone_inputs
 from .errors import BendingError, GuardError, SelectionError, TracingError, closest
 from .rewriting import ActivationSlot, bent_graph, build_graph_module, install_view
-from .selection import Selection, filter_names, matches, select
-from .tables import Table, show
+from .selection import Selection, matches, select
+from .tables import ActivationInfo, Table, activation_infos, activations_table, show, weights_table
 from .tracing import BendingTracer, DecisionChanged, FlowStep, TraceResult
 from .tracing.facts import describe_fact
 from .tracing.tensordict import TensorDictProgram, is_tensordict_module
 from .weights import WeightBank
 
 __all__ = ["ActivationInfo", "BendedModule", "Bending"]
-
-
-@dataclass(frozen=True)
-class ActivationInfo:
-    """One activation of a traced method, as recorded at trace time."""
-
-    name: str
-    """Graph node name (what ``bend`` patterns match)."""
-    op: str
-    """Graph op: ``placeholder``, ``call_module``, ``call_function``, ``call_method``..."""
-    target: str
-    """The module path, function or method the node calls."""
-    shape: Any
-    """``torch.Size`` of a tensor, or a tuple of shapes for tuple outputs."""
-    dtype: Any
-    """``torch.dtype`` of a tensor, or a tuple of dtypes."""
 
 
 @dataclass
@@ -824,26 +808,7 @@ class BendedModule(nn.Module):
         out: str | Path | None = None,
     ) -> Table:
         """Table of weights (current values: bent where bent) with their statistics."""
-        rows = []
-        bent = set(self._weights.bent)
-        for name in filter_names(self._weights.names(), flt, exclude):
-            w = self._weights.current(name).detach()
-            f = w.float()
-            std = f.std().item() if w.numel() > 1 else 0.0
-            rows.append(
-                [
-                    name,
-                    list(w.shape),
-                    str(w.dtype).removeprefix("torch."),
-                    f.min().item(),
-                    f.max().item(),
-                    f.mean().item(),
-                    std,
-                    "yes" if name in bent else "",
-                ]
-            )
-        table = Table(rows, ["name", "shape", "dtype", "min", "max", "mean", "std", "bent"])
-        return show(table, out)
+        return show(weights_table(self._weights, flt, exclude), out)
 
     def _traced(self, fn: str) -> Entry:
         method = self._methods.get(fn)
@@ -862,21 +827,7 @@ class BendedModule(nn.Module):
         exclude: str | Sequence[str] | None = None,
     ) -> list[ActivationInfo]:
         """Activations of the last graph traced for ``fn`` (tensor-valued nodes)."""
-        entry = self._traced(fn)
-        ops = {op} if isinstance(op, str) else set(op or ())
-        nodes = {n.name: n for n in entry.nodes(tensors_only=False)}
-        return [
-            ActivationInfo(
-                n.name,
-                n.op,
-                n._pretty_print_target(n.target),
-                n.meta["tb_shape"],
-                n.meta["tb_dtype"],
-            )
-            for name in filter_names(nodes, flt, exclude)
-            for n in [nodes[name]]
-            if not ops or n.op in ops
-        ]
+        return activation_infos(self._traced(fn), op, flt, exclude)
 
     def activation_names(self, fn: str = "forward") -> list[str]:
         """Names of the activations of ``fn`` (what ``bend`` patterns match)."""
@@ -902,11 +853,7 @@ class BendedModule(nn.Module):
         out: str | Path | None = None,
     ) -> Table:
         """Table of the activations of ``fn``: name, op, shape, dtype."""
-        rows = [
-            [a.name, a.op, _fmt(a.shape), _fmt(a.dtype)]
-            for a in self.activations(fn, op, flt, exclude)
-        ]
-        return show(Table(rows, ["name", "op", "shape", "dtype"]), out)
+        return show(activations_table(self.activations(fn, op, flt, exclude)), out)
 
     def graph(self, fn: str = "forward") -> torch.fx.Graph:
         """The last graph traced for ``fn`` (unbent; ``graph.flow_steps`` lists decisions)."""
@@ -950,16 +897,6 @@ class _Restore:
 
 def _unique(names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(names))
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, torch.Size):
-        return f"torch.Size({list(value)})"
-    if isinstance(value, torch.dtype):
-        return str(value)
-    if isinstance(value, tuple):
-        return "(" + ", ".join(_fmt(v) for v in value) + ")"
-    return str(value)
 
 
 def _step(step: FlowStep) -> str:

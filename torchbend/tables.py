@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import torch
 from tabulate import tabulate
 
-__all__ = ["Table", "show"]
+from .selection import filter_names
+
+if TYPE_CHECKING:
+    from .dispatch import Entry
+    from .weights import WeightBank
+
+__all__ = [
+    "ActivationInfo",
+    "Table",
+    "activation_infos",
+    "activations_table",
+    "show",
+    "weights_table",
+]
 
 
 class Table(str):
@@ -33,3 +48,71 @@ def show(table: Table, out: str | Path | None) -> Table:
     else:
         Path(out).write_text(str(table) + "\n")
     return table
+
+
+@dataclass(frozen=True)
+class ActivationInfo:
+    """One activation of a traced method, as recorded at trace time."""
+
+    name: str
+    """Graph node name (what ``bend`` patterns match)."""
+    op: str
+    """Graph op: ``placeholder``, ``call_module``, ``call_function``, ``call_method``..."""
+    target: str
+    """The module path, function or method the node calls."""
+    shape: Any
+    """``torch.Size`` of a tensor, or a tuple of shapes for tuple outputs."""
+    dtype: Any
+    """``torch.dtype`` of a tensor, or a tuple of dtypes."""
+
+
+def weights_table(
+    bank: WeightBank,
+    flt: str | Sequence[str] | None = None,
+    exclude: str | Sequence[str] | None = None,
+) -> Table:
+    """Name, shape, dtype, min, max, mean, std of the current weights, and whether bent."""
+    rows = []
+    for name in filter_names(bank.names(), flt, exclude):
+        w = bank.current(name).detach()
+        f = w.float()
+        std = f.std().item() if w.numel() > 1 else 0.0
+        dtype = str(w.dtype).removeprefix("torch.")
+        stats = [f.min().item(), f.max().item(), f.mean().item(), std]
+        rows.append([name, list(w.shape), dtype, *stats, "yes" if name in bank.bent else ""])
+    return Table(rows, ["name", "shape", "dtype", "min", "max", "mean", "std", "bent"])
+
+
+def activation_infos(
+    entry: Entry,
+    op: str | Sequence[str] | None = None,
+    flt: str | Sequence[str] | None = None,
+    exclude: str | Sequence[str] | None = None,
+) -> list[ActivationInfo]:
+    """The activations of a traced graph, filtered by op and by name patterns."""
+    ops = {op} if isinstance(op, str) else set(op or ())
+    nodes = {n.name: n for n in entry.nodes(tensors_only=False)}
+    return [
+        ActivationInfo(
+            n.name, n.op, n._pretty_print_target(n.target), n.meta["tb_shape"], n.meta["tb_dtype"]
+        )
+        for name in filter_names(nodes, flt, exclude)
+        for n in [nodes[name]]
+        if not ops or n.op in ops
+    ]
+
+
+def activations_table(infos: Sequence[ActivationInfo]) -> Table:
+    """Name, op, shape, dtype of activations, as the seed's table shows them."""
+    rows = [[a.name, a.op, _fmt(a.shape), _fmt(a.dtype)] for a in infos]
+    return Table(rows, ["name", "op", "shape", "dtype"])
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, torch.Size):
+        return f"torch.Size({list(value)})"
+    if isinstance(value, torch.dtype):
+        return str(value)
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_fmt(v) for v in value) + ")"
+    return str(value)
