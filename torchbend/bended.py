@@ -438,7 +438,7 @@ class BendedModule(nn.Module):
                 f"from_activations({', '.join(map(repr, names))}) of {fn} takes {needed}; "
                 f"missing {missing}, unknown {unknown}"
             )
-        return self._run_derived(method, entry, graph, values, bended, save_as, cut=True)
+        return self._run_derived(method, entry, graph, values, bended, save_as)
 
     def _activation_names(
         self, method: Method, entry: Entry, patterns: Sequence[str], exact: Sequence[str] = ()
@@ -472,8 +472,8 @@ class BendedModule(nn.Module):
         inputs: dict[str, Any],
         bended: bool,
         save_as: str | None,
-        cut: bool = False,
     ) -> Any:
+        """Run a graph derived from ``entry`` (kept as method ``save_as`` if given)."""
         placeholders = [str(n.target) for n in graph.nodes if n.op == "placeholder"]
         facts = tuple(f for f in entry.facts if f[0] in placeholders)
         result = TraceResult(graph, entry.result.constants, entry.result.flow_steps, facts, ())
