@@ -12,14 +12,13 @@ from .args import (
     Control,
     as_dim,
     check_number,
-    check_seed,
     draw_key,
     kept_shape,
     non_default_arguments,
     normalized_dim,
     target_generator,
 )
-from .base import BendingCallback
+from .seeded import Seeded
 
 __all__ = ["Ablate", "Offset", "Randomize"]
 
@@ -37,7 +36,7 @@ def _as_channels(channels: int | Sequence[int] | None) -> list[int]:
     return found
 
 
-class Ablate(BendingCallback):
+class Ablate(Seeded):
     """Zero whole channels of the target: given ones, a random fraction of them, or both.
 
     A random order of the channels is drawn once per target; the first
@@ -96,19 +95,12 @@ class Ablate(BendingCallback):
             check_number("Ablate", "fraction", 0.0, 1.0, "the fraction of channels zeroed"),
         )
         self.dim = as_dim("Ablate", dim)
-        self.number("seed", seed, lambda s: check_seed("Ablate", s))
-        self._drawn_seed = self.seed
+        self.seeded("Ablate", seed)
 
     @property
     def fraction(self) -> float:
         """Fraction of the channels zeroed at random (a control's current value)."""
         return self.value("fraction")
-
-    @property
-    def seed(self) -> int | None:
-        """Seed of the random choice (a control's current value)."""
-        seed = self.value("seed")
-        return None if seed is None else int(seed)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -123,25 +115,20 @@ class Ablate(BendingCallback):
             )
         order = torch.randperm(size, generator=target_generator(self.seed, name))
         self.add_state(draw_key(name), order.to(device))
-        self._derive(name, len(shape), axis)
+        self.derive(name, shape, dtype, device)
 
-    def _derive(self, name: str, rank: int, axis: int) -> None:
+    def derive(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        rank, axis = len(shape), normalized_dim(repr(self), self.dim, shape, name)
         order = self.state(draw_key(name))
         size = order.shape[0]
         keep = torch.ones(size, dtype=torch.bool, device=order.device)
         keep[self.channel_list] = False
         keep[order[: round(min(max(self.fraction, 0.0), 1.0) * size)]] = False
-        shape = [1] * rank
-        shape[axis] = size
-        self.add_state(name, keep.view(shape))
-
-    def control_changed(self) -> None:
-        if self.seed != self._drawn_seed:
-            self._drawn_seed = self.seed
-            super().control_changed()
-            return
-        for name, (shape, _, _) in self._targets.items():
-            self._derive(name, len(shape), normalized_dim(repr(self), self.dim, shape, name))
+        view = [1] * rank
+        view[axis] = size
+        self.add_state(name, keep.view(view))
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         keep = self.state(name)
@@ -158,7 +145,7 @@ class Ablate(BendingCallback):
         return non_default_arguments(self)
 
 
-class Randomize(BendingCallback):
+class Randomize(Seeded):
     """Replace a random fraction of the target's elements by random values.
 
     Once per target, a uniform number and a standard normal value are drawn for each element
@@ -208,8 +195,7 @@ class Randomize(BendingCallback):
         self.number(
             "std", std, check_number("Randomize", "std", 0.0, meaning="a standard deviation")
         )
-        self.number("seed", seed, lambda s: check_seed("Randomize", s))
-        self._drawn_seed = self.seed
+        self.seeded("Randomize", seed)
 
     @property
     def fraction(self) -> float:
@@ -221,12 +207,6 @@ class Randomize(BendingCallback):
         """Standard deviation of the replacing values (a control's current value)."""
         return self.value("std")
 
-    @property
-    def seed(self) -> int | None:
-        """Seed of the draws (a control's current value)."""
-        seed = self.value("seed")
-        return None if seed is None else int(seed)
-
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
@@ -234,18 +214,12 @@ class Randomize(BendingCallback):
         uniform = torch.rand(shape, generator=generator)
         normal = torch.randn(shape, generator=generator)
         self.add_state(draw_key(name), torch.stack([uniform, normal]).to(device))
-        self._derive(name)
+        self.derive(name, shape, dtype, device)
 
-    def _derive(self, name: str) -> None:
+    def derive(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
         self.add_state(name, self.state(draw_key(name))[0] < self.fraction)
-
-    def control_changed(self) -> None:
-        if self.seed != self._drawn_seed:
-            self._drawn_seed = self.seed
-            super().control_changed()
-            return
-        for name in self._targets:
-            self._derive(name)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         if torch.jit.is_scripting():
@@ -276,7 +250,7 @@ class Randomize(BendingCallback):
         return non_default_arguments(self)
 
 
-class Offset(BendingCallback):
+class Offset(Seeded):
     """Add a random constant to each channel of the target, drawn once per target.
 
     A number uniform in ``[-1, 1]`` is drawn for each channel (each index along ``dim``) when
@@ -317,19 +291,12 @@ class Offset(BendingCallback):
         super().__init__()
         self.number("offset", offset, check_number("Offset", "offset", 0.0, meaning="an amplitude"))
         self.dim = as_dim("Offset", dim)
-        self.number("seed", seed, lambda s: check_seed("Offset", s))
-        self._drawn_seed = self.seed
+        self.seeded("Offset", seed)
 
     @property
     def offset(self) -> float:
         """The largest shift (a control's current value)."""
         return self.value("offset")
-
-    @property
-    def seed(self) -> int | None:
-        """Seed of the draws (a control's current value)."""
-        seed = self.value("seed")
-        return None if seed is None else int(seed)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -339,11 +306,6 @@ class Offset(BendingCallback):
         uniform = torch.rand(size, generator=target_generator(self.seed, name))
         float_dtype = dtype if dtype.is_floating_point else torch.float32
         self.add_state(name, (2.0 * uniform - 1.0).to(dtype=float_dtype, device=device))
-
-    def control_changed(self) -> None:
-        if self.seed != self._drawn_seed:
-            self._drawn_seed = self.seed
-            super().control_changed()
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         if torch.jit.is_scripting():

@@ -12,18 +12,17 @@ from .args import (
     Control,
     as_dims,
     check_number,
-    check_seed,
     draw_key,
     kept_shape,
     non_default_arguments,
     target_generator,
 )
-from .base import BendingCallback
+from .seeded import Seeded
 
 __all__ = ["Mask"]
 
 
-class Mask(BendingCallback):
+class Mask(Seeded):
     """Zero each element of the target with probability ``prob``.
 
     Uniform noise is drawn once per target, when the target is registered, and the binary
@@ -77,19 +76,12 @@ class Mask(BendingCallback):
         )
         self.dim = dim
         self.dims = as_dims("Mask", dim)
-        self.number("seed", seed, lambda s: check_seed("Mask", s))
-        self._drawn_seed = self.seed
+        self.seeded("Mask", seed)
 
     @property
     def prob(self) -> float:
         """Probability of zeroing an element (a control's current value)."""
         return self.value("prob")
-
-    @property
-    def seed(self) -> int | None:
-        """Seed of the draws (a control's current value)."""
-        seed = self.value("seed")
-        return None if seed is None else int(seed)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -102,19 +94,13 @@ class Mask(BendingCallback):
                 raise BendingError(f"{self!r} cannot bend '{name}': {e}") from None
         noise = torch.rand(size, generator=target_generator(self.seed, name))
         self.add_state(draw_key(name), noise.to(device))
-        self._derive(name, dtype)
+        self.derive(name, shape, dtype, device)
 
-    def _derive(self, name: str, dtype: torch.dtype) -> None:
+    def derive(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
         noise = self.state(draw_key(name))
         self.add_state(name, (noise >= self.prob).to(dtype))
-
-    def control_changed(self) -> None:
-        if self.seed != self._drawn_seed:
-            self._drawn_seed = self.seed
-            super().control_changed()
-            return
-        for name, (_, dtype, _) in self._targets.items():
-            self._derive(name, dtype)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         mask = self.state(name)

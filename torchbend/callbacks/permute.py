@@ -11,18 +11,17 @@ from .args import (
     Control,
     as_dim,
     check_number,
-    check_seed,
     draw_key,
     non_default_arguments,
     normalized_dim,
     target_generator,
 )
-from .base import BendingCallback
+from .seeded import Seeded
 
 __all__ = ["Permute"]
 
 
-class Permute(BendingCallback):
+class Permute(Seeded):
     """Shuffle the target along axis ``dim`` with a random permutation.
 
     The permutation is drawn once per target, when the target is registered, and kept as a
@@ -63,24 +62,17 @@ class Permute(BendingCallback):
     ) -> None:
         super().__init__()
         self.dim = as_dim("Permute", dim)
-        self.number("seed", seed, lambda s: check_seed("Permute", s))
+        self.seeded("Permute", seed)
         self.number(
             "amount",
             amount,
             check_number("Permute", "amount", 0.0, 1.0, "the fraction of indices shuffled"),
         )
-        self._drawn_seed = self.seed
 
     @property
     def amount(self) -> float:
         """Fraction of the indices that take part in the shuffle (a control's current value)."""
         return self.value("amount")
-
-    @property
-    def seed(self) -> int | None:
-        """Seed of the draws (a control's current value)."""
-        seed = self.value("seed")
-        return None if seed is None else int(seed)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -90,23 +82,17 @@ class Permute(BendingCallback):
         order = torch.randperm(size, generator=generator)
         shuffle = torch.randperm(size, generator=generator)
         self.add_state(draw_key(name), torch.stack([order, shuffle]).to(device))
-        self._derive(name)
+        self.derive(name, shape, dtype, device)
 
-    def _derive(self, name: str) -> None:
+    def derive(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
         order, shuffle = self.state(draw_key(name))
         size = order.shape[0]
         moved = order[: round(min(max(self.amount, 0.0), 1.0) * size)]
         permutation = torch.arange(size, device=order.device)
         permutation[moved] = moved[shuffle[: len(moved)].argsort()]
         self.add_state(name, permutation)
-
-    def control_changed(self) -> None:
-        if self.seed != self._drawn_seed:
-            self._drawn_seed = self.seed
-            super().control_changed()
-            return
-        for name in self._targets:
-            self._derive(name)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         permutation = self.state(name)
