@@ -12,7 +12,7 @@ import argparse
 import random
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
@@ -39,17 +39,22 @@ class ConvStack(nn.Module):
 
 
 def interleaved(
-    fns: dict[str, Callable[[], object]], rounds: int
+    fns: dict[str, Callable[[], object]],
+    rounds: int,
+    pairs: Sequence[tuple[str, str]] = (),
+    warmup: int = 1,
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Median seconds per call of each function, and median ratio to the first function.
 
     Each round calls every function once, in a shuffled order (seeded); the ratio of a
-    function is taken within each round, then the median over rounds is reported.
+    function is taken within each round, then the median over rounds is reported. Each
+    ``(a, b)`` of ``pairs`` adds the ratio ``"a / b"`` measured the same way.
     """
     times: dict[str, list[float]] = {k: [] for k in fns}
     rng = random.Random(0)
     for fn in fns.values():
-        fn()
+        for _ in range(warmup):
+            fn()
     for _ in range(rounds):
         order = list(fns)
         rng.shuffle(order)
@@ -60,6 +65,8 @@ def interleaved(
     base = next(iter(fns))
     medians = {k: statistics.median(v) for k, v in times.items()}
     ratios = {k: statistics.median(a / b for a, b in zip(v, times[base])) for k, v in times.items()}
+    for a, b in pairs:
+        ratios[f"{a} / {b}"] = statistics.median(x / y for x, y in zip(times[a], times[b]))
     return medians, ratios
 
 

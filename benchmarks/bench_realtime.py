@@ -16,12 +16,10 @@ from __future__ import annotations
 import argparse
 import functools
 import platform
-import random
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
+from bench_call import interleaved
 from torch import nn
 
 import torchbend as tb
@@ -89,33 +87,6 @@ def variants(
     return {k: functools.partial(s.process_block, x) for k, s in streams.items()}
 
 
-def interleaved(
-    fns: dict[str, Callable[[], object]], rounds: int
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Median seconds per call of each function, median per-round ratio to the first, and
-    (``"last / previous"``) of the last function to the one before it."""
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    rng = random.Random(0)
-    for fn in fns.values():
-        for _ in range(3):
-            fn()
-    for _ in range(rounds):
-        order = list(fns)
-        rng.shuffle(order)
-        for name in order:
-            t0 = time.perf_counter()
-            fns[name]()
-            times[name].append(time.perf_counter() - t0)
-    base = next(iter(fns))
-    medians = {k: statistics.median(v) for k, v in times.items()}
-    ratios = {k: statistics.median(a / b for a, b in zip(v, times[base])) for k, v in times.items()}
-    last, previous = list(fns)[-1], list(fns)[-2]
-    ratios["last / previous"] = statistics.median(
-        a / b for a, b in zip(times[last], times[previous])
-    )
-    return medians, ratios
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="few rounds (a smoke test)")
@@ -140,7 +111,9 @@ def main() -> None:
     for block in BLOCK_SIZES:
         seconds = 1.0 if args.quick else 20.0  # audio per variant
         rounds = max(5, int(seconds * args.sample_rate / block))
-        medians, ratios = interleaved(variants(model, block, activation, weight), rounds)
+        fns = variants(model, block, activation, weight)
+        last, previous = list(fns)[-1], list(fns)[-2]
+        medians, ratios = interleaved(fns, rounds, pairs=[(last, previous)], warmup=3)
         budget = block / args.sample_rate
         plain, unbent, bent = medians.values()
         _, r_unbent, r_bent, r_bending = ratios.values()

@@ -10,7 +10,6 @@ from typing import ClassVar
 import torch
 
 import torchbend as tb
-from torchbend.callbacks.args import non_default_arguments
 from torchbend.controls import BendingParameter, ControlView
 
 
@@ -93,9 +92,6 @@ class BitCrusher(tb.BendingCallback):
         else:
             bits, hold, scale = self.bits, self.hold, self.scale
         return crush(x, bits, scale, hold)
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
 
 
 def _int(arg: str, value: object, low: int) -> int:

@@ -10,7 +10,6 @@ from typing import ClassVar
 import torch
 
 import torchbend as tb
-from torchbend.callbacks.args import non_default_arguments
 from torchbend.controls import BendingParameter, ControlView
 
 
@@ -150,9 +149,6 @@ class FeedbackDelay(tb.BendingCallback):
         history = weight.new_zeros([*weight.shape[:-1], self.delay])
         echo, _ = delay_line(weight, history, self.delay, self.feedback)
         return weight + mix * echo
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
 
 
 def _delay(value: object) -> int:

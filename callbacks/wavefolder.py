@@ -11,7 +11,6 @@ from typing import ClassVar, Optional
 import torch
 
 import torchbend as tb
-from torchbend.callbacks.args import non_default_arguments
 from torchbend.controls import BendingParameter, ControlView
 
 
@@ -81,9 +80,6 @@ class WaveFolder(tb.BendingCallback):
         if threshold is None:
             return weight
         return fold(weight, torch.tensor(threshold, dtype=weight.dtype, device=weight.device))
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
 
 
 def _threshold(value: object) -> float | None:

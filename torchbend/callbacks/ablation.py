@@ -14,7 +14,6 @@ from .args import (
     check_number,
     draw_key,
     kept_shape,
-    non_default_arguments,
     normalized_dim,
     target_generator,
 )
@@ -141,9 +140,6 @@ class Ablate(Seeded):
             return x
         return torch.where(keep, x, torch.zeros_like(x))
 
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
-
 
 class Randomize(Seeded):
     """Replace a random fraction of the target's elements by random values.
@@ -246,9 +242,6 @@ class Randomize(Seeded):
             values = normal * std
         return torch.where(chosen, values.to(x.dtype), x)
 
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
-
 
 class Offset(Seeded):
     """Add a random constant to each channel of the target, drawn once per target.
@@ -325,6 +318,3 @@ class Offset(Seeded):
         if offset == 0.0:
             return x
         return x + shifts * offset
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)

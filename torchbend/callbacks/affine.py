@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import torch
 
-from .args import Control, check_number, non_default_arguments
+from .args import Control, check_number
 from .base import BendingCallback
 
 __all__ = ["Affine", "Bias", "Scale"]
@@ -81,9 +81,6 @@ class Bias(BendingCallback):
             return add(weight, torch.jit.annotate(float, self._bias))
         return add(weight, self.bias)
 
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
-
 
 class Scale(BendingCallback):
     """Multiply the target by a constant: ``x * scale``.
@@ -125,9 +122,6 @@ class Scale(BendingCallback):
         if torch.jit.is_scripting():
             return multiply(weight, torch.jit.annotate(float, self._scale))
         return multiply(weight, self.scale)
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
 
 
 class Affine(BendingCallback):
@@ -181,6 +175,3 @@ class Affine(BendingCallback):
             scale = torch.jit.annotate(float, self._scale)
             return add(multiply(weight, scale), torch.jit.annotate(float, self._bias))
         return add(multiply(weight, self.scale), self.bias)
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)

@@ -12,6 +12,7 @@ from torch import nn
 
 from ..controls import BendingParameter, ControlView, current, is_control
 from ..errors import BendingError
+from .args import non_default_arguments
 
 __all__ = ["BendingCallback", "Chain"]
 
@@ -212,7 +213,11 @@ class BendingCallback(nn.Module):
             )
 
     def extra_repr(self) -> str:
-        return ""
+        """The arguments that differ from their defaults (none if they cannot be recovered)."""
+        try:
+            return non_default_arguments(self)
+        except BendingError:
+            return ""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.extra_repr()})"

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Optional
 import torch
 
 from ..errors import BendingError
-from .args import Control, non_default_arguments
+from .args import Control
 from .base import BendingCallback
 
 __all__ = ["Clamp"]
@@ -108,6 +108,3 @@ class Clamp(BendingCallback):
         if torch.jit.is_scripting():
             return self.bend(weight, name)  # scripted, bend reads the plain numbers
         return clamp(weight, self.min, self.max)
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)

@@ -8,7 +8,7 @@ from typing import ClassVar, Optional
 import torch
 
 from ..errors import BendingError
-from .args import Control, check_bool, check_int, check_number, non_default_arguments
+from .args import Control, check_bool, check_int, check_number
 from .base import BendingCallback
 
 __all__ = ["Invert", "Quantize", "SoftClip", "Spread", "Tanh"]
@@ -107,9 +107,6 @@ class SoftClip(BendingCallback):
             return self.bend(weight, name)  # scripted, bend reads the plain numbers
         return soft_clip(weight, self.drive)
 
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
-
 
 class Tanh(BendingCallback):
     """Apply :func:`torch.tanh` to the target: values squashed into ``(-1, 1)``.
@@ -147,9 +144,6 @@ class Tanh(BendingCallback):
         if not active:
             return x
         return torch.tanh(x)
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
 
 
 class Quantize(BendingCallback):
@@ -195,9 +189,6 @@ class Quantize(BendingCallback):
         if bits is None:
             return x
         return quantize(x, bits)
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
 
 
 def _check_bits(bits: int | None) -> int | None:
@@ -263,9 +254,6 @@ class Invert(BendingCallback):
             return 1 - x
         return -x
 
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
-
 
 class Spread(BendingCallback):
     """Push values away from (or towards) their mean along the last axis.
@@ -312,6 +300,3 @@ class Spread(BendingCallback):
         if torch.jit.is_scripting():
             return self.bend(weight, name)  # scripted, bend reads the plain numbers
         return spread(weight, self.amount)
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)

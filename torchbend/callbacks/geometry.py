@@ -17,7 +17,6 @@ from .args import (
     check_bool,
     check_number,
     kept_shape,
-    non_default_arguments,
     normalized_dim,
 )
 from .base import BendingCallback
@@ -108,9 +107,6 @@ class Roll(BendingCallback):
             shift = self.shift
         return roll(x, shift, dim)
 
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
-
 
 class Flip(BendingCallback):
     """Reverse the target along ``dim`` (:func:`torch.flip`).
@@ -165,9 +161,6 @@ class Flip(BendingCallback):
         dims = [call_axis(x, d, "Flip", name) for d in self.dims]
         return torch.flip(x, dims)
 
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
-
 
 class TimeStretch(BendingCallback):
     """Play the target faster or slower along its last (time) axis, at the same length.
@@ -219,6 +212,3 @@ class TimeStretch(BendingCallback):
         if factor == 1.0 or x.dim() == 0:
             return x
         return stretch(x, factor)
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)

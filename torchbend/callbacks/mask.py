@@ -14,7 +14,6 @@ from .args import (
     check_number,
     draw_key,
     kept_shape,
-    non_default_arguments,
     target_generator,
 )
 from .seeded import Seeded
@@ -112,6 +111,3 @@ class Mask(Seeded):
         if prob == 0.0:
             return x
         return x * mask
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)

@@ -7,7 +7,7 @@ from typing import ClassVar
 import torch
 
 from ..errors import BendingError
-from .args import Control, check_int, non_default_arguments
+from .args import Control, check_int
 from .base import BendingCallback
 
 __all__ = ["Dilate", "Erode"]
@@ -65,9 +65,6 @@ class _Morphology(BendingCallback):
         if size == 1 or x.dim() == 0:
             return x
         return morphology(x, size, self.maximum)
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
 
 
 class Erode(_Morphology):

@@ -12,7 +12,6 @@ from .args import (
     check_number,
     check_seed,
     kept_shape,
-    non_default_arguments,
     target_generator,
 )
 from .base import BendingCallback
@@ -158,9 +157,6 @@ class Noise(BendingCallback):
         if self.op == "mul":
             return x * (1.0 + n)
         return x + n
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
 
 
 Normal = Noise

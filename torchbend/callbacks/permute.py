@@ -12,7 +12,6 @@ from .args import (
     as_dim,
     check_number,
     draw_key,
-    non_default_arguments,
     normalized_dim,
     target_generator,
 )
@@ -118,6 +117,3 @@ class Permute(Seeded):
         if amount == 0.0:
             return x
         return x.index_select(dim, permutation)
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)

@@ -12,7 +12,6 @@ from .args import (
     as_dim,
     call_axis,
     check_number,
-    non_default_arguments,
     normalized_dim,
 )
 from .base import BendingCallback
@@ -66,9 +65,6 @@ class Threshold(BendingCallback):
         if torch.jit.is_scripting():
             return self.bend(weight, name)  # scripted, bend reads the plain numbers
         return threshold(weight, self.value("value"))
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
 
 
 class ThresholdActivation(BendingCallback):
@@ -138,6 +134,3 @@ class ThresholdActivation(BendingCallback):
         shape = [1] * x.dim()
         shape[dim] = size
         return torch.where(chosen.view(shape), x, torch.zeros_like(x))
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
