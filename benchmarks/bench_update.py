@@ -63,7 +63,7 @@ def main() -> None:
     print("|---|---|---|")
     for name, t in med.items():
         print(f"| {name} | {t * 1e3:.3f} ms | {ratio[name]:.3f}x |")
-    entries = len(act._methods["forward"].entries)
+    entries = len(act.graphs("forward"))
     print(f"\ngraphs of forward after {rounds} updates: {entries} (re-traces merged into one)")
 
 

@@ -31,13 +31,13 @@ def test_dtype_moves_carry_callbacks_graphs_and_bent_weights():
     expected = bended(x)
     bended.double()
     assert all(p.dtype == torch.float64 for p in bended.module.parameters())
-    assert bended._weights.current("2.weight").dtype == torch.float64
+    assert bended.weight("2.weight").dtype == torch.float64
     assert all(
         b.dtype == torch.float64 for b in bended.callbacks.buffers() if b.is_floating_point()
     )
     assert torch.allclose(bended(x.double()).float(), expected, atol=1e-5)
     bended.bend(tb.Mask(0.5, seed=2), r"0\.bias")
-    assert bended._weights.current("0.bias").dtype == torch.float64
+    assert bended.weight("0.bias").dtype == torch.float64
     bended.update("gain", 0.5)
     assert bended(x.double()).dtype == torch.float64
 

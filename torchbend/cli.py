@@ -140,7 +140,7 @@ def _example(args: argparse.Namespace, bended: Any) -> dict[str, Any]:
 
 def _trace(bended: BendedModule, fn: str, x: torch.Tensor) -> None:
     """Trace ``fn`` with ``x`` as its first argument (whatever the argument's name)."""
-    names = bended._method(fn).signature.names
+    names = bended.view().signature(fn).names
     if not names:
         raise TorchbendError(f"{fn} takes no argument to feed audio to")
     inputs: dict[str, Any] = {names[0]: x}
@@ -206,7 +206,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     _trace(model, args.fn, x)
     keys = _apply_bendings(model, args)
     print(f"bent {len(keys)} target(s)", file=sys.stderr)
-    inputs: dict[str, Any] = {model._method(args.fn).signature.names[0]: x}
+    inputs: dict[str, Any] = {model.view().signature(args.fn).names[0]: x}
     if args.format == "nntilde":
         sample_rate = int(getattr(model.module, "sample_rate", 44100))
         export.nntilde(model, args.output, methods=(args.fn,), sample_rate=sample_rate)

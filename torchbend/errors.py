@@ -13,6 +13,9 @@ __all__ = [
     "SelectionError",
     "TorchbendError",
     "TracingError",
+    "WeightsError",
+    "closest",
+    "did_you_mean",
 ]
 
 
@@ -47,6 +50,10 @@ class AudioError(TorchbendError):
     """An audio file or buffer could not be read, written or streamed."""
 
 
+class WeightsError(TorchbendError):
+    """A model's weights could not be found, read or matched to its parameters."""
+
+
 def closest(word: str, candidates: Iterable[str], n: int = 3) -> list[str]:
     """Return the candidates closest to ``word`` (for 'did you mean' hints)."""
     candidates = list(candidates)
@@ -55,3 +62,12 @@ def closest(word: str, candidates: Iterable[str], n: int = 3) -> list[str]:
         stripped = word.strip("^$.*+?()[]\\")
         found = [c for c in candidates if stripped and stripped in c][:n]
     return found
+
+
+def did_you_mean(word: str, candidates: Iterable[str], n: int = 1) -> str:
+    """``"; did you mean 'a' or 'b'?"`` for the ``n`` candidates closest to ``word``, or ``""``.
+
+    Every "did you mean" hint of torchbend is built here, so that they all read the same.
+    """
+    hint = closest(word, candidates, n)
+    return f"; did you mean {' or '.join(map(repr, hint))}?" if hint else ""

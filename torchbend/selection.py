@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .errors import SelectionError, closest
+from .errors import SelectionError, did_you_mean
 
 __all__ = ["Selection", "filter_names", "matches", "select"]
 
@@ -108,10 +108,9 @@ def select(
                     found = True
         if not found:
             names = list(weights) + [n for m in scope for n in activations[m]]
-            hint = closest(pattern, names)
             raise SelectionError(
                 f"pattern {pattern!r} matched no weight or activation of {owner}"
-                + (f"; did you mean {' or '.join(repr(h) for h in hint)}?" if hint else "")
+                + did_you_mean(pattern, names, 3)
                 + (
                     f" (searched activations of {sorted(scope)})"
                     if scope

@@ -13,7 +13,7 @@ from tabulate import tabulate
 from .selection import filter_names
 
 if TYPE_CHECKING:
-    from .dispatch import Entry
+    from .parts.dispatch import Entry
     from .weights import WeightBank
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import torch
 from torch import nn
@@ -10,6 +10,13 @@ from torch import nn
 from .errors import BendingError
 
 __all__ = ["WeightBank", "module_view"]
+
+Bend = Callable[[str, torch.Tensor], torch.Tensor]
+"""Bends weight ``name``: ``bend(name, weight) -> bent copy``."""
+
+
+def _unbent(name: str, weight: torch.Tensor) -> torch.Tensor:
+    return weight
 
 
 def module_view(module: nn.Module, replaced: Mapping[str, torch.Tensor]) -> nn.Module:
@@ -45,7 +52,8 @@ class WeightBank:
     Bendings apply to *base* weights: the wrapped module's own (version ``"original"``), those
     of another version, or a mix of versions. ``view`` is the module as the bended graphs see
     it: the wrapped module itself when nothing differs, else a shallow copy whose differing
-    parameters are replaced (see :func:`module_view`).
+    parameters are replaced (see :func:`module_view`). Whoever compiled graphs against
+    ``view`` subscribes to ``listeners`` to be told of a new one.
     """
 
     ORIGINAL = "original"
@@ -57,6 +65,11 @@ class WeightBank:
         """Weights replacing the originals before bending (from a version or a mix)."""
         self.versions: dict[str, dict[str, torch.Tensor]] = {}
         self.view: nn.Module = module
+        self.active = self.ORIGINAL
+        """Name of the version bendings apply to (its weights, or a mix, are ``base``)."""
+        self.listeners: list[Callable[[nn.Module], None]] = []
+        self.bender: tuple[Callable[[], list[str]], Bend] = (list, _unbent)
+        """The names of the bent weights, and how to bend one (set by the bendings' owner)."""
         self._aliases: dict[str, list[str]] = {}
         by_id: dict[int, list[str]] = {}
         for name, p in module.named_parameters(remove_duplicate=False):
@@ -77,6 +90,12 @@ class WeightBank:
 
     def current(self, name: str) -> torch.Tensor:
         return self.bent.get(name, self.base_weight(name))
+
+    def base_of(self, version: str) -> dict[str, torch.Tensor]:
+        """What ``rebase`` takes to make bendings apply to ``version``."""
+        if version not in self.names_of_versions():
+            raise BendingError(f"no version {version!r}; versions: {self.names_of_versions()}")
+        return {} if version == self.ORIGINAL else self.versions[version]
 
     def version_weights(self, version: str) -> dict[str, torch.Tensor]:
         if version == self.ORIGINAL:
@@ -161,3 +180,44 @@ class WeightBank:
         weights = {**self.base, **self.bent}
         replaced = {alias: t for name, t in weights.items() for alias in self._aliases[name]}
         self.view = module_view(self.module, replaced)
+        for listener in self.listeners:
+            listener(self.view)
+
+    # -- bending -------------------------------------------------------------------------------
+
+    def rebend(self, names: Iterable[str]) -> None:
+        """Bend weights ``names`` again from their base."""
+        bent: dict[str, torch.Tensor] = dict(self.bent)
+        bend = self.bender[1]
+        with torch.no_grad():
+            for name in names:
+                bent[name] = bend(name, self.base_weight(name).detach())
+        self.set(bent)
+
+    def crossfade(
+        self, before: Mapping[str, torch.Tensor], after: Mapping[str, torch.Tensor], k: float
+    ) -> None:
+        """Use ``(1 - k) * before + k * after`` for the weights of ``before``."""
+        mixed: dict[str, torch.Tensor] = dict(self.bent)
+        for name in before:
+            mixed[name] = torch.lerp(before[name].detach(), after[name].detach(), k)
+        self.set(mixed)
+
+    def rebase(self, version: str, base: Mapping[str, torch.Tensor]) -> Callable[[], None]:
+        """Make ``base`` (version ``version``'s weights, or a mix; ``{}``: the originals) what
+        bendings apply to, bend the bent weights again on it, and return what undoes it."""
+        previous = (self.active, dict(self.base))
+        self.active = version
+        self.set_base(base)
+        self.bent = {}
+        self.rebend(self.bender[0]())
+        return lambda: self._restore(*previous)
+
+    def _restore(self, version: str, base: Mapping[str, torch.Tensor]) -> None:
+        self.rebase(version, base)
+
+    def apply(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        """Apply ``fn`` to every kept tensor (a device or dtype move of the wrapped module)."""
+        self.versions = {v: {k: fn(t) for k, t in ws.items()} for v, ws in self.versions.items()}
+        self.set_base({k: fn(v.detach()) for k, v in self.base.items()})
+        self.set({k: fn(v.detach()) for k, v in self.bent.items()})

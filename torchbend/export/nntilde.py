@@ -16,7 +16,8 @@ from .torchscript import ExportPlan, save
 
 if TYPE_CHECKING:
     from ..bended import BendedModule
-    from ..dispatch import Entry
+    from ..parts.dispatch import Entry
+    from ..parts.view import BendedView
 
 __all__ = ["TYPE_HASH", "nntilde"]
 
@@ -80,7 +81,7 @@ def nntilde(
     for method in plan.methods:
         entry = plan.entries[method]
         values = check_params(method, (params or {}).get(method) or infer_params(method, entry))
-        _check_one_graph(bended, method, entry, values, least)
+        _check_one_graph(plan.bended, method, entry, values, least)
         container.register_buffer(f"{method}_params", torch.tensor(values))
         for side, count, given in (
             ("input", values[0], input_labels),
@@ -109,7 +110,7 @@ def nntilde(
 
 
 def _check_one_graph(
-    bended: Any, method: str, entry: Entry, values: Sequence[int], least: int
+    bended: BendedView, method: str, entry: Entry, values: Sequence[int], least: int
 ) -> None:
     """The exported file holds one graph per method: make sure nn~'s calls all take it.
 
@@ -121,13 +122,12 @@ def _check_one_graph(
         return
     in_channels, in_ratio = values[0], values[1]
     ratio = max(values[1], values[3], least)
-    m = bended._methods[method]
+    first = bended.signature(method).names[0]
     for batch in (1, 4):
         size = ratio
         while size <= 8192:
             x = torch.zeros(batch, in_channels, size // in_ratio)
-            inputs = {m.signature.names[0]: x}
-            if bended._entry_for(m, inputs) is not entry:
+            if bended.entry_for(method, {first: x}) is not entry:
                 facts = ", ".join(describe_fact(f) for f in entry.facts)
                 raise ExportError(
                     f"method {method!r} takes other decisions on an input of shape "

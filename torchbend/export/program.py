@@ -81,13 +81,13 @@ def exportable(
     bended: BendedModule, fn: str, inputs: dict[str, Any], controls_as_inputs: bool = False
 ) -> tuple[nn.Module, dict[str, Any]]:
     """The module to hand to torch.export or ONNX, and its keyword inputs."""
-    method = bended._methods.get(fn)
-    if method is None:
+    view = bended.view()
+    if fn not in view.traced():
         raise ExportError(
-            f"method {fn!r} of {type(bended.module).__name__} is not traced (traced: "
-            f"{bended.traced_methods or 'none'}); call bended.trace({fn!r}, ...) first"
+            f"method {fn!r} of {view.owner} is not traced (traced: "
+            f"{view.traced() or 'none'}); call bended.trace({fn!r}, ...) first"
         )
-    root = bended.module
+    root = view.module
     if fn == "forward" and is_tensordict_module(root) and "tensordict" not in inputs:
         in_keys: list[Any] = list(getattr(root, "in_keys", []))
         out_keys: list[Any] = list(getattr(root, "out_keys", []))
@@ -102,22 +102,22 @@ def exportable(
         example = TensorDict({}, batch_size=[])
         for name, key in flat.items():
             example.set(key, inputs[name])
-        entry = bended._entry_for(method, {"tensordict": example})
+        entry = view.entry_for(fn, {"tensordict": example})
         assert entry.gm is not None
         return _TensorDictKeywords(_without_guards(entry.gm), in_keys, out_keys), dict(inputs)
     try:
-        bound = method.signature.bind((), inputs)
+        bound = view.signature(fn).bind((), inputs)
+        entry = view.entry_for(fn, bound)
     except TorchbendError as e:
         raise ExportError(str(e)) from None
-    entry = bended._entry_for(method, bound)
     assert entry.gm is not None
     gm = _without_guards(entry.gm)
     kwargs = {n: bound[n] for n in entry.input_names}
     if not controls_as_inputs:
         return gm, kwargs
-    controls = bended.controllables
+    controls = view.controllables
     weight_controls = sorted(
-        c.name for b in bended.bendings if b.weights for c in b.callback.controls()
+        c.name for b in view.bendings if b.weights for c in b.callback.controls()
     )
     if weight_controls:
         raise ExportError(

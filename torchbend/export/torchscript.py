@@ -23,7 +23,7 @@ from .check import error_summary
 
 if TYPE_CHECKING:
     from ..bended import BendedModule
-    from ..dispatch import Entry
+    from ..parts.dispatch import Entry
 
 __all__ = [
     "ExportPlan",
@@ -134,9 +134,9 @@ class ExportPlan:
     """
 
     def __init__(self, bended: BendedModule, methods: Sequence[str] | None = None) -> None:
-        self.bended = bended
-        owner = type(bended.module).__name__
-        traced = [n for n, m in bended._methods.items() if m.current is not None]
+        self.bended = bended.view()
+        owner = self.bended.owner
+        traced = self.bended.traced()
         names = list(traced if methods is None else methods)
         if isinstance(methods, str):
             names = [methods]
@@ -150,11 +150,11 @@ class ExportPlan:
         self.methods = names
         self.entries: dict[str, Entry] = {}
         for n in names:
-            entry = bended._methods[n].current
-            assert entry is not None and entry.gm is not None
+            entry = self.bended.current(n)
+            assert entry.gm is not None
             self.entries[n] = entry
-        keys = {bended._methods[n].key for n in names}
-        bendings = [b for b in bended.bendings if b.weights or keys & set(b.activations)]
+        keys = {self.bended.key(n) for n in names}
+        bendings = [b for b in self.bended.bendings if b.weights or keys & set(b.activations)]
         self._check_scriptable(bendings)
         self.leaves: list[BendingCallback] = []
         for b in bendings:
@@ -163,7 +163,7 @@ class ExportPlan:
                     self.leaves.append(leaf)
         self.controls = {
             name: self._plan_control(name, control)
-            for name, control in bended.controllables.items()
+            for name, control in self.bended.controllables.items()
         }
         self.weights: list[_Weight] = []
         dependent = _unique(w for b in bendings if b.callback.controls() for w in b.weights)
@@ -210,7 +210,7 @@ class ExportPlan:
                     )
         if problems:
             raise ExportError(
-                f"cannot script the bendings of {type(self.bended.module).__name__}: "
+                f"cannot script the bendings of {self.bended.owner}: "
                 + "; ".join(problems)
                 + ". Remove these bendings (or export before bending with them)."
             )
@@ -251,7 +251,7 @@ class ExportPlan:
 
     def build(self) -> ExportedModule:
         """The unscripted container: copies of the weights, callbacks and graphs."""
-        view = copy.deepcopy(self.bended._weights.view)
+        view = copy.deepcopy(self.bended.weights_view)
         for p in view.parameters():
             p.requires_grad_(False)
         weight_leaves = {i for w in self.weights for i in w.callbacks}
@@ -261,7 +261,7 @@ class ExportPlan:
         graphs = {n: self._graph(n, view, scripted) for n in self.methods}
         weights = []
         for w in self.weights:
-            base = self.bended._weights.base_weight(w.name).detach().clone()
+            base = self.bended.base_weight(w.name).detach().clone()
             weights.append((base, view.get_parameter(w.name).detach()))
         values = {name: c.control.get() for name, c in self.controls.items()}
         return ExportedModule(graphs, scripted, weights, values)
@@ -317,7 +317,7 @@ class ExportPlan:
         except Exception as e:
             raise ExportError(
                 f"TorchScript could not compile the bended graph of {method!r} of "
-                f"{type(self.bended.module).__name__}: {error_summary(e)}. Methods must take and "
+                f"{self.bended.owner}: {error_summary(e)}. Methods must take and "
                 "return tensors (or tuples and lists of them)."
             ) from e
 

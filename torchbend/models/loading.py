@@ -7,7 +7,7 @@ from pathlib import Path
 
 from torch import nn
 
-from ..errors import TorchbendError, closest
+from ..errors import TorchbendError, WeightsError, did_you_mean
 from .tiny_rave import TinyRave
 
 __all__ = ["MODELS", "WeightsError", "default_weights", "load"]
@@ -16,10 +16,6 @@ ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
 MODELS: dict[str, type[nn.Module]] = {"tiny_rave": TinyRave}
 """The shipped models by name; ``assets/<name>.safetensors`` holds each one's weights."""
-
-
-class WeightsError(TorchbendError):
-    """A weights file is missing, unreadable, or does not fit the model."""
 
 
 def default_weights(name: str) -> Path:
@@ -47,10 +43,9 @@ def load(name: str = "tiny_rave", weights: str | Path | None = None) -> nn.Modul
     (False, 256)
     """
     if name not in MODELS:
-        hint = closest(name, MODELS)
         raise TorchbendError(
             f"no shipped model named {name!r}; the models are {sorted(MODELS)}"
-            + (f"; did you mean {hint[0]!r}?" if hint else "")
+            + did_you_mean(name, MODELS)
         )
     path = Path(weights) if weights is not None else default_weights(name)
     if not path.is_file():

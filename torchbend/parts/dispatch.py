@@ -9,8 +9,8 @@ from typing import Any
 import torch
 import torch.fx
 
-from .errors import TracingError, closest
-from .tracing import TraceResult, fact_reader
+from ..errors import TracingError, did_you_mean
+from ..tracing import TraceResult, fact_reader
 
 __all__ = ["Entry", "Method", "Signature", "clone_inputs"]
 
@@ -44,10 +44,8 @@ class Signature:
         inputs = dict(zip(self.positional, args))
         for k, v in kwargs.items():
             if k not in self.known:
-                hint = closest(k, self.names)
                 raise TracingError(
-                    f"{self.text} has no argument {k!r}"
-                    + (f"; did you mean {hint[0]!r}?" if hint else "")
+                    f"{self.text} has no argument {k!r}" + did_you_mean(k, self.names)
                 )
             if k in inputs:
                 raise TracingError(f"{self.text} got argument {k!r} twice")

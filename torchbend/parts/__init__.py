@@ -1,0 +1,1 @@
+"""The parts BendedModule delegates to: method table, bending set, control board, views."""

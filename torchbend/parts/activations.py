@@ -1,0 +1,113 @@
+"""Activations in and out: run a traced method up to some activations, or from them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.fx
+
+from ..activations import cut_from, keep_until
+from ..errors import SelectionError, TracingError, did_you_mean
+from ..rewriting import build_graph_module
+from ..selection import select
+from .dispatch import Entry, Method
+from .methods import MethodTable
+
+__all__ = ["from_activations", "get_activations"]
+
+
+def get_activations(
+    table: MethodTable,
+    patterns: Sequence[str],
+    fn: str,
+    inputs: dict[str, Any],
+    bended: bool = True,
+    save_as: str | None = None,
+) -> dict[str, Any]:
+    """Activations of ``fn`` matched by ``patterns`` on ``inputs``, by node name (see
+    :meth:`BendedModule.get_activations`)."""
+    method = table.method(fn)
+    entry = table.entry_for(method, method.signature.bind((), inputs))
+    names = _names(method, entry, patterns)
+    graph = keep_until(entry.graph, names)
+    result: dict[str, Any] = _run(table, method, entry, graph, inputs, bended, save_as)
+    return result
+
+
+def from_activations(
+    table: MethodTable,
+    names: Sequence[str],
+    fn: str,
+    values: dict[str, Any],
+    bended: bool = True,
+    save_as: str | None = None,
+) -> Any:
+    """Run ``fn`` from activations ``names`` given in ``values`` (see
+    :meth:`BendedModule.from_activations`)."""
+    method = table.method(fn)
+    if not names:
+        raise SelectionError("from_activations() needs the names of the activations to inject")
+    if method.current is None:
+        raise TracingError(f"trace {fn!r} first: bended.trace({fn!r}, <example inputs>)")
+    entry = table.current(fn)
+    names = tuple(_names(method, entry, [f"{n}$" for n in names], exact=names))
+    graph = cut_from(entry.graph, names)
+    needed = [str(n.target) for n in graph.nodes if n.op == "placeholder"]
+    missing = [n for n in needed if n not in values]
+    unknown = [v for v in values if v not in needed]
+    if missing or unknown:
+        raise TracingError(
+            f"from_activations({', '.join(map(repr, names))}) of {fn} takes {needed}; "
+            f"missing {missing}, unknown {unknown}"
+        )
+    return _run(table, method, entry, graph, values, bended, save_as)
+
+
+def _names(
+    method: Method, entry: Entry, patterns: Sequence[str], exact: Sequence[str] = ()
+) -> list[str]:
+    available = [n.name for n in entry.nodes(tensors_only=True)]
+    for name in exact:
+        if name not in available:
+            raise SelectionError(
+                f"{method.name} has no activation {name!r}" + did_you_mean(name, available, 3)
+            )
+    if not patterns:
+        raise SelectionError(f"name the activations to get, e.g. {available[-2:]}")
+    return select(patterns, [], {method.name: available}, owner=method.name).activations[
+        method.name
+    ]
+
+
+def _run(
+    table: MethodTable,
+    method: Method,
+    entry: Entry,
+    graph: torch.fx.Graph,
+    inputs: dict[str, Any],
+    bended: bool,
+    save_as: str | None,
+) -> Any:
+    """Run a graph derived from ``entry`` (kept as method ``save_as`` if given)."""
+    placeholders = [str(n.target) for n in graph.nodes if n.op == "placeholder"]
+    if save_as is not None or bended:
+        _, derived = table.derived(method, entry, graph, inputs, save_as)
+        gm = derived.gm
+    else:
+        gm = build_graph_module(graph, table.module, entry.result.constants, {}, "Unbent")
+    assert gm is not None
+    return gm(**{p: inputs[p] for p in placeholders})
+
+
+def to_tensordict(values: dict[str, Any]) -> Any:
+    """``values`` as a TensorDict whose batch size is the activations' common first size."""
+    try:
+        from tensordict import TensorDict
+    except ImportError as e:
+        raise ImportError(
+            "as_tensordict=True needs tensordict: pip install torchbend[tensordict]"
+        ) from e
+    sizes = {v.shape[0] for v in values.values() if isinstance(v, torch.Tensor) and v.dim()}
+    return TensorDict(values, batch_size=[sizes.pop()] if len(sizes) == 1 else [])

@@ -1,0 +1,196 @@
+"""The bending set: the bendings applied to a module, their targets and activation slots."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+from torch import nn
+
+from ..callbacks.base import BendingCallback
+from ..callbacks.capture import Capture
+from ..config import BendingConfig, ConfigItem
+from ..errors import BendingError, SelectionError
+from ..rewriting import ActivationSlot, build_graph_module
+from ..selection import Selection, matches
+from .dispatch import Entry, Method
+
+__all__ = ["Bending", "BendingSet", "check_callback"]
+
+
+@dataclass
+class Bending:
+    """One call of :meth:`BendedModule.bend`: a callback and the targets it bends."""
+
+    callback: BendingCallback
+    patterns: tuple[str, ...]
+    fn: str | tuple[str, ...] | None
+    weights: list[str]
+    activations: dict[str, list[str]]
+    registered: set[str] = field(default_factory=set)
+
+    def keys(self) -> list[str]:
+        """Weight names, then activations as ``"<method>:<node>"``."""
+        return self.weights + [f"{m}:{n}" for m, ns in self.activations.items() for n in ns]
+
+    def applies(self, method: str, node: str) -> bool:
+        """Whether this bending's patterns select activation ``node`` of ``method``."""
+        fns = None if self.fn is None else {self.fn} if isinstance(self.fn, str) else set(self.fn)
+        return matches(self.patterns, method, node, fns)
+
+
+def check_callback(callback: Any, patterns: Sequence[str], weights: Sequence[str]) -> None:
+    """Refuse what ``bend(callback, *patterns)`` cannot take, saying what it takes."""
+    if isinstance(callback, type) and issubclass(callback, BendingCallback):
+        raise BendingError(
+            f"bend() takes a callback instance, got the class {callback.__name__}; "
+            f"call it: {callback.__name__}(...)"
+        )
+    if not isinstance(callback, BendingCallback):
+        raise BendingError(
+            f"bend() takes a BendingCallback (tb.Mask(), tb.Scale()...), got "
+            f"{type(callback).__name__}: {callback!r}"
+        )
+    if not patterns:
+        raise SelectionError(
+            "bend() needs at least one pattern, e.g. bended.bend(tb.Mask(0.3), 'conv$'); "
+            f"weights: {list(weights[:5])}..."
+        )
+
+
+class BendingSet:
+    """The bendings applied to one module, in order.
+
+    It owns the callbacks (``callbacks``, a ``ModuleList`` the facade registers so that their
+    state follows ``.to()`` and ``state_dict``), matches bendings on traced graphs, bends
+    concrete values while tracing, and compiles each graph with a slot after every bent
+    activation. It implements the method table's :class:`~torchbend.parts.methods.EntryHooks`.
+
+    Args:
+        owner: name of the wrapped module's class, for generated class names.
+        view: gives the module as graphs see it (bent weights in place).
+    """
+
+    def __init__(self, owner: str, view: Any) -> None:
+        self.owner = owner
+        self.view = view
+        self.callbacks = nn.ModuleList()
+        self._bendings: list[Bending] = []
+        self.generation = 0
+        """Counts changes of the set, for caches that depend on it."""
+
+    def __iter__(self) -> Iterator[Bending]:
+        return iter(list(self._bendings))
+
+    def __len__(self) -> int:
+        return len(self._bendings)
+
+    def add(
+        self,
+        callback: BendingCallback,
+        patterns: Sequence[str],
+        fn: str | tuple[str, ...] | None,
+        selection: Selection,
+        weights: dict[str, torch.Tensor],
+    ) -> Bending:
+        """Add a bending of the selected targets; ``weights`` are the originals it bends."""
+        bending = Bending(callback, tuple(patterns), fn, selection.weights, selection.activations)
+        for name in bending.weights:
+            w = weights[name]
+            callback.register(name, w.shape, w.dtype, w.device)
+        self._bendings.append(bending)
+        self.generation += 1
+        if not any(cb is callback for cb in self.callbacks):
+            self.callbacks.append(callback)
+        return bending
+
+    def clear(self) -> None:
+        self._bendings.clear()
+        del self.callbacks[:]
+        self.generation += 1
+
+    def keys(self) -> list[str]:
+        """Every bent target: weight names, then ``"<method>:<node>"`` activations."""
+        return list(dict.fromkeys(k for b in self._bendings for k in b.keys()))
+
+    def weights(self) -> list[str]:
+        """The bent weights, in the order they were bent."""
+        return list(dict.fromkeys(w for b in self._bendings for w in b.weights))
+
+    def config(self) -> BendingConfig:
+        """The bendings as a :class:`BendingConfig`."""
+        return BendingConfig(
+            *[ConfigItem(b.callback, b.patterns, b.fn, b.keys()) for b in self._bendings]
+        )
+
+    def bend_weight(self, name: str, weight: torch.Tensor) -> torch.Tensor:
+        """``weight`` bent by every bending of weight ``name``, in order."""
+        for b in self._bendings:
+            if name in b.weights:
+                weight = b.callback.bend_weight(weight, name)
+        return weight
+
+    def capture(self) -> Callable[[], None]:
+        """Start every :class:`~torchbend.Capture` among the callbacks; returns what stops them."""
+        captures = [cb for cb in self.callbacks.modules() if isinstance(cb, Capture)]
+        if not captures:
+            raise BendingError("no Capture is bent into this model: bend tb.Capture() first")
+        for cb in captures:
+            cb.capture()
+
+        def stop() -> None:
+            for cb in captures:
+                cb.stop()
+
+        return stop
+
+    # -- graphs ----------------------------------------------------------------------------------
+
+    def _register(self, bending: Bending, method: str, node: str, value: Any) -> None:
+        key = f"{method}:{node}"
+        if key not in bending.registered:
+            shape, dtype, device = value
+            bending.callback.register(key, shape, dtype, device)
+            bending.registered.add(key)
+        matched = bending.activations.setdefault(method, [])
+        if node not in matched:
+            matched.append(node)
+
+    def attach_one(self, bending: Bending, method: Method, entry: Entry) -> None:
+        """Match ``bending``'s patterns on a graph traced before or after it."""
+        for node in entry.nodes(tensors_only=True):
+            if bending.applies(method.key, node.name):
+                meta = (node.meta["tb_shape"], node.meta["tb_dtype"], node.meta["tb_device"])
+                self._register(bending, method.key, node.name, meta)
+
+    def attach(self, method: Method, entry: Entry) -> None:
+        for bending in self._bendings:
+            self.attach_one(bending, method, entry)
+
+    def bend_value(self, method: str, node: torch.fx.Node, value: Any) -> Any:
+        if not isinstance(value, torch.Tensor):
+            return value
+        for bending in self._bendings:
+            if bending.applies(method, node.name):
+                self._register(bending, method, node.name, (value.shape, value.dtype, value.device))
+                value = bending.callback(value, f"{method}:{node.name}")
+        return value
+
+    def build(self, method: Method, entry: Entry) -> None:
+        slots: dict[str, list[BendingCallback]] = {}
+        present = {n.name for n in entry.nodes(tensors_only=True)}
+        for bending in self._bendings:
+            for name in bending.activations.get(method.key, []):
+                if name in present:
+                    slots.setdefault(name, []).append(bending.callback)
+        modules = {n: ActivationSlot(f"{method.key}:{n}", cbs) for n, cbs in slots.items()}
+        entry.gm = build_graph_module(
+            entry.graph,
+            self.view(),
+            entry.result.constants,
+            modules,
+            class_name=f"Bended{self.owner}_{method.name}",
+        )

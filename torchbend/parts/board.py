@@ -1,0 +1,101 @@
+"""The control board: the named controls of the bendings, their updates and ramps."""
+
+from __future__ import annotations
+
+import torch
+
+from ..callbacks.base import BendingCallback
+from ..controls import BendingParameter
+from ..errors import BendingError, did_you_mean
+from ..weights import WeightBank
+from .bendings import Bending, BendingSet
+
+__all__ = ["ControlBoard"]
+
+
+class ControlBoard:
+    """Finds the controls the bendings read and applies ``update`` to them.
+
+    An update reaches activation callbacks through the control itself (they read it when they
+    run); weight bendings that read the control are computed again, once, for the weights they
+    bend. A control with a ramp spreads its change over calls: :meth:`advance`, called after
+    each call of the model, moves ramps on and crossfades weights from their old to their new
+    bent values.
+    """
+
+    def __init__(self, bendings: BendingSet, weights: WeightBank) -> None:
+        self.bendings = bendings
+        self.weights = weights
+        self.ramping: dict[str, BendingParameter] = {}
+        """Controls whose change is still being spread over calls, by name."""
+        self._fades: dict[str, tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]] = {}
+        self._map: dict[str, tuple[BendingParameter, list[Bending]]] = {}
+        self._generation = -1
+
+    def controls(self) -> dict[str, tuple[BendingParameter, list[Bending]]]:
+        """Each control with the bendings that read it (cached until bendings change)."""
+        if self._generation != self.bendings.generation:
+            found: dict[str, tuple[BendingParameter, list[Bending]]] = {}
+            for b in self.bendings:
+                for control in b.callback.controls():
+                    found.setdefault(control.name, (control, []))[1].append(b)
+            self._map, self._generation = found, self.bendings.generation
+        return self._map
+
+    def controllables(self) -> dict[str, BendingParameter]:
+        return {name: control for name, (control, _) in self.controls().items()}
+
+    def check(self, callback: BendingCallback) -> None:
+        """Refuse a callback whose control has the name of another control already in use."""
+        known = self.controllables()
+        for control in callback.controls():
+            if control.name in known and known[control.name] is not control:
+                raise BendingError(
+                    f"another control is already named {control.name!r}; reuse that control "
+                    f"(bended.controllables[{control.name!r}]) or give this one another name"
+                )
+
+    def update(self, name: str, value: float | int | bool) -> None:
+        controls = self.controls()
+        if name not in controls:
+            raise BendingError(
+                f"no control named {name!r}; known controls: {sorted(controls) or 'none'}"
+                + did_you_mean(name, controls)
+            )
+        control, readers = controls[name]
+        control.set(value)
+        weights: list[str] = []
+        for b in readers:
+            b.callback.control_changed()
+            weights += [w for w in b.weights if w not in weights]
+        if control.ramping():
+            self.ramping[name] = control
+        if weights:
+            before = {w: self.weights.current(w) for w in weights}
+            self.weights.rebend(weights)
+            if control.ramping():
+                after = {w: self.weights.current(w) for w in weights}
+                self._fades[name] = (before, after)
+                self._fade(control)
+
+    def _fade(self, control: BendingParameter) -> None:
+        before, after = self._fades[control.name]
+        k = min(control._step + 1, control.ramp) / control.ramp
+        self.weights.crossfade(before, after, k)
+
+    def advance(self) -> None:
+        """Move every ramp on by one call."""
+        for name, control in list(self.ramping.items()):
+            control.advance()
+            if name in self._fades:
+                if control.ramping():
+                    self._fade(control)
+                else:
+                    _, after = self._fades.pop(name)
+                    self.weights.set({**self.weights.bent, **after})
+            if not control.ramping():
+                del self.ramping[name]
+
+    def clear(self) -> None:
+        self.ramping.clear()
+        self._fades.clear()

@@ -1,0 +1,358 @@
+"""The method table: traced methods, their graphs, dispatch of calls to them, and their guards.
+
+This is the one place that traces. It asks a :class:`TracingBackend` for a graph of a method
+on example inputs, keeps one :class:`Entry` per set of decisions, and routes each call to the
+entry whose guards its inputs pass (tracing again, once, for inputs that take other decisions).
+What happens to a new entry (bendings attached, a GraphModule compiled) is left to the
+:class:`EntryHooks` it is given, so that the table knows nothing of bending.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
+
+import torch
+import torch.fx
+from torch import nn
+
+from ..errors import GuardError, TracingError, did_you_mean
+from ..rewriting import install_view
+from ..tracing import BendingTracer, DecisionChanged, FlowStep, TraceResult
+from ..tracing.facts import describe_fact
+from ..tracing.tensordict import TensorDictProgram, is_tensordict_module
+from .dispatch import Entry, Method, Signature, clone_inputs
+
+__all__ = ["ConcreteBackend", "EntryHooks", "MethodTable", "TracingBackend"]
+
+ValueHook = Callable[[torch.fx.Node, Any], Any]
+"""Called with each traced node and its concrete value; returns the value tracing goes on with."""
+
+
+class TracingBackend(Protocol):
+    """Traces one method of a module on example inputs into a graph with its guards."""
+
+    name: str
+    """Short name, as shown to users (``"concrete"``)."""
+
+    def trace(
+        self, root: nn.Module, method: str, inputs: dict[str, Any], on_value: ValueHook
+    ) -> TraceResult:
+        """Trace ``root.<method>`` on ``inputs`` (by argument name), bending concrete values
+        through ``on_value`` as they are computed."""
+        ...
+
+
+class ConcreteBackend:
+    """torch.fx symbolic tracing run side by side with concrete values (:class:`BendingTracer`)."""
+
+    name = "concrete"
+
+    def __init__(self, leaves: Sequence[type | str] = ()) -> None:
+        self.leaves = tuple(leaves)
+
+    def trace(
+        self, root: nn.Module, method: str, inputs: dict[str, Any], on_value: ValueHook
+    ) -> TraceResult:
+        tracer = BendingTracer(self.leaves)
+        tracer.on_value = on_value
+        if method == "forward" and is_tensordict_module(root):
+            root = TensorDictProgram(root)
+        return tracer.trace_method(root, method, clone_inputs(inputs))
+
+
+class EntryHooks(Protocol):
+    """What the owner of bendings does with traced graphs (see :class:`BendingSet`)."""
+
+    def bend_value(self, method: str, node: torch.fx.Node, value: Any) -> Any:
+        """Bend a concrete value while tracing, so decisions are taken on bent activations."""
+        ...
+
+    def attach(self, method: Method, entry: Entry) -> None:
+        """Match the bendings applied so far on a new graph."""
+        ...
+
+    def build(self, method: Method, entry: Entry) -> None:
+        """Compile ``entry.gm``: the graph with its bending slots."""
+        ...
+
+
+class MethodTable:
+    """The traced methods of one wrapped module.
+
+    Args:
+        module: the wrapped module (its type names methods in messages, its ``training`` flag
+            is part of every guard).
+        backend: what traces.
+        hooks: what is done with each new graph.
+        root: gives the module as graphs should see it (bent weights in place).
+        strict: raise :class:`GuardError` instead of tracing again when a call takes another
+            decision.
+        max_graphs: graphs per method before warning that inputs keep changing decisions.
+    """
+
+    def __init__(
+        self,
+        module: nn.Module,
+        backend: TracingBackend,
+        hooks: EntryHooks,
+        root: Callable[[], nn.Module],
+        strict: bool = False,
+        max_graphs: int = 16,
+    ) -> None:
+        self.module = module
+        self.backend = backend
+        self.hooks = hooks
+        self.root = root
+        self.strict = strict
+        self.max_graphs = max_graphs
+        self._methods: dict[str, Method] = {}
+        self.reserved: set[str] = set()
+        """Names a derived method cannot take (the facade's own attributes)."""
+
+    @property
+    def owner(self) -> str:
+        return type(self.module).__name__
+
+    # -- the table -------------------------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        """Methods traced so far (derived ones included)."""
+        return list(self._methods)
+
+    def get(self, fn: str) -> Method | None:
+        return self._methods.get(fn)
+
+    def __iter__(self) -> Iterator[Method]:
+        return iter(list(self._methods.values()))
+
+    def entries(self) -> Iterator[tuple[Method, Entry]]:
+        """Every graph of every method."""
+        for method in list(self._methods.values()):
+            for entry in list(method.entries):
+                yield method, entry
+
+    def is_method(self, name: str) -> bool:
+        """Whether ``name`` is a traced method or a public method of the wrapped module."""
+        if name in self._methods:
+            return True
+        attr = getattr(self.module, name, None) if not name.startswith("_") else None
+        return callable(attr) and not isinstance(attr, nn.Module)
+
+    def method(self, fn: str) -> Method:
+        """The method ``fn``, added to the table (without a graph) if new."""
+        method = self._methods.get(fn)
+        if method is None:
+            impl = getattr(self.module, fn, None)
+            if not callable(impl) or isinstance(impl, nn.Module):
+                names = [n for n in dir(type(self.module)) if not n.startswith("_")]
+                raise TracingError(f"{self.owner} has no method {fn!r}" + did_you_mean(fn, names))
+            if fn == "forward" and is_tensordict_module(self.module):
+                impl = TensorDictProgram.forward.__get__(self.module)
+            method = Method(fn, Signature(self.owner, fn, impl))
+            self._methods[fn] = method
+        return method
+
+    def current(self, fn: str) -> Entry:
+        """The last graph traced for ``fn``."""
+        method = self._methods.get(fn)
+        if method is None or method.current is None:
+            raise TracingError(
+                f"method {fn!r} of {self.owner} is not traced (traced: "
+                f"{self.names() or 'none'}); call bended.trace({fn!r}, <inputs>) first."
+            )
+        return method.current
+
+    def bendable(self) -> dict[str, list[str]]:
+        """Activation names of each traced (not derived) method, over all its graphs."""
+        return {
+            m.name: list(dict.fromkeys(n.name for e in m.entries for n in e.nodes(True)))
+            for m in self._methods.values()
+            if m.source is None
+        }
+
+    # -- tracing ---------------------------------------------------------------------------------
+
+    def trace(self, fn: str, inputs: dict[str, Any]) -> tuple[Entry, TraceResult]:
+        """Trace ``fn`` on ``inputs`` (by name); the new graph becomes ``fn``'s current one."""
+        method = self.method(fn)
+        try:
+            bound = method.signature.bind((), inputs)
+            entry, result = self._trace_entry(method, bound)
+        except Exception:
+            if not method.entries:
+                del self._methods[fn]
+            raise
+        method.current = entry
+        return entry, result
+
+    def entry_for(self, method: Method, inputs: dict[str, Any], keep: bool = True) -> Entry:
+        """The graph that runs for bound ``inputs``, traced if none fits.
+
+        With ``keep=False`` a graph traced here is not added to the table, so that a caller
+        that only looks (an exporter) leaves the table as it found it.
+        """
+        found = self.lookup(method, inputs)
+        if found is not None:
+            return found
+        return self._trace_entry(method, inputs, keep=keep)[0]
+
+    def lookup(self, method: Method, inputs: dict[str, Any]) -> Entry | None:
+        training = self.module.training
+        for entry in method.entries:
+            if entry.training is training and entry.key(inputs) in entry.keys:
+                return entry
+        return None
+
+    def _trace_entry(
+        self, method: Method, inputs: dict[str, Any], keep: bool = True
+    ) -> tuple[Entry, TraceResult]:
+        def on_value(node: torch.fx.Node, value: Any) -> Any:
+            return self.hooks.bend_value(method.name, node, value)
+
+        result = self.backend.trace(self.root(), method.name, inputs, on_value)
+        training = self.module.training
+        for entry in method.entries:
+            if entry.same_decisions(result, training):
+                if keep:
+                    entry.keys.add(entry.key(inputs))
+                return entry, result
+        entry = Entry(result, training, method.signature.names)
+        entry.keys.add(entry.key(inputs))
+        if method.entries and self.strict:
+            raise GuardError(self._describe_change(method, result))
+        self.hooks.attach(method, entry)
+        self.hooks.build(method, entry)
+        if not keep:
+            return entry, result
+        method.entries.insert(0, entry)
+        if len(method.entries) > self.max_graphs:
+            warnings.warn(
+                f"{self.owner}.{method.name} now has {len(method.entries)} traced graphs: its "
+                f"inputs keep taking new decisions ({self._describe_change(method, result)}). "
+                "Each new one costs a trace.",
+                stacklevel=4,
+            )
+        if method.current is None:
+            method.current = entry
+        return entry, result
+
+    def _describe_change(self, method: Method, result: TraceResult) -> str:
+        old = method.current or method.entries[0]
+        label = f"{self.owner}.{method.name}"
+        for i, new_step in enumerate(result.flow_steps):
+            if i >= len(old.result.flow_steps):
+                return f"{label} took a decision the traced graph does not have: {_step(new_step)}"
+            old_step = old.result.flow_steps[i]
+            if (old_step.name, old_step.value) != (new_step.name, new_step.value):
+                return (
+                    f"{label}: decision {old_step.kind} '{old_step.name}' at {old_step.file} "
+                    f"({old_step.function}) was {old_step.value!r} when traced, "
+                    f"now {new_step.value!r}"
+                )
+        facts = ", ".join(describe_fact(f) for f in old.facts) or "none"
+        return f"{label} traced a different graph for these inputs (facts read: {facts})"
+
+    # -- calling ---------------------------------------------------------------------------------
+
+    def call(self, fn: str, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        """Run ``fn``: the graph its inputs' guards select, or the module's own method (with
+        the bent weights) if ``fn`` was never traced."""
+        method = self._methods.get(fn)
+        if method is None:
+            return getattr(self.root(), fn)(*args, **kwargs)
+        inputs = method.signature.bind(args, kwargs)
+        training = self.module.training
+        changed: tuple[Entry, DecisionChanged] | None = None
+        for entry in method.entries:
+            if entry.training is training and entry.key(inputs) in entry.keys:
+                assert entry.gm is not None
+                try:
+                    # forward, not __call__: GraphModules carry no hooks, and this is the hot path.
+                    return entry.gm.forward(*[inputs[n] for n in entry.input_names])
+                except DecisionChanged as e:
+                    changed = (entry, e)
+        return self._call_new_graph(method, inputs, changed)
+
+    def _call_new_graph(
+        self,
+        method: Method,
+        inputs: dict[str, Any],
+        changed: tuple[Entry, DecisionChanged] | None,
+    ) -> Any:
+        if changed is not None and self.strict:
+            entry, e = changed
+            step = entry.result.flow_steps[e.step]
+            raise GuardError(
+                f"{self.owner}.{method.name}: decision {step.kind} '{step.name}' at {step.file} "
+                f"({step.function}) was {e.expected!r} when traced, now {e.got!r}. Set "
+                "strict=False to trace a graph for these inputs."
+            ) from None
+        entry, _ = self._trace_entry(method, inputs)
+        assert entry.gm is not None
+        try:
+            return entry.gm(*[inputs[n] for n in entry.input_names])
+        except DecisionChanged as e:
+            step = entry.result.flow_steps[e.step]
+            raise TracingError(
+                f"{self.owner}.{method.name}: decision {step.kind} '{step.name}' at {step.file} "
+                f"was {e.expected!r} while tracing these inputs and {e.got!r} when running "
+                "them: it depends on values drawn anew at each call (a random constructor, or "
+                "a Noise bending on an activation before it)."
+            ) from None
+
+    # -- derived methods and graphs ----------------------------------------------------------------
+
+    def derived(
+        self,
+        method: Method,
+        entry: Entry,
+        graph: torch.fx.Graph,
+        inputs: dict[str, Any],
+        name: str | None = None,
+    ) -> tuple[Method, Entry]:
+        """A method ``name`` running ``graph`` (cut from ``entry``), bent like ``method``; kept
+        in the table only if it is named."""
+        if name is not None and (name in self._methods or name in self.reserved):
+            raise TracingError(f"a method named {name!r} exists already; pick another name")
+        placeholders = [str(n.target) for n in graph.nodes if n.op == "placeholder"]
+        facts = tuple(f for f in entry.facts if f[0] in placeholders)
+        result = TraceResult(graph, entry.result.constants, entry.result.flow_steps, facts, ())
+        params = [
+            inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in placeholders
+        ]
+        label = name or method.name
+        signature = Signature(self.owner, label, inspect.Signature(params))
+        derived = Method(label, signature, source=method.key)
+        saved = Entry(result, entry.training, placeholders)
+        saved.keys.add(saved.key(inputs))
+        derived.entries.append(saved)
+        derived.current = saved
+        self.hooks.build(derived, saved)
+        if name is not None:
+            self._methods[name] = derived
+        return derived, saved
+
+    def rebuild(self, keys: Sequence[str] | None = None) -> None:
+        """Compile again the graphs of the methods whose bending key is in ``keys`` (all by
+        default), after bendings changed."""
+        for method, entry in self.entries():
+            if keys is None or method.key in keys:
+                self.hooks.build(method, entry)
+
+    def install_view(self, view: nn.Module) -> None:
+        """Point every compiled graph at ``view`` (after weight bending changed)."""
+        for _, entry in self.entries():
+            if entry.gm is not None:
+                install_view(entry.gm, view)
+
+    def map_constants(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        """Apply ``fn`` to the constants of every graph (a device or dtype move)."""
+        for _, entry in self.entries():
+            entry.result.constants = {k: fn(v) for k, v in entry.result.constants.items()}
+
+
+def _step(step: FlowStep) -> str:
+    return f"{step.kind} '{step.name}' = {step.value!r} at {step.file} ({step.function})"
