@@ -3,7 +3,7 @@
 Run: cd benchmarks && python bench_compile.py [--quick]
 
 Each model is bent (a masked activation and a scaled weight), then called eagerly, through
-``torch.compile`` (inductor, CPU here) and through ``bended.script()`` (TorchScript).
+``torch.compile`` (inductor, CPU here) and through ``tb.export.torchscript(bended)`` (TorchScript).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ def main() -> None:
             "bended compiled": torch.compile(bended),
         }
         try:
-            variants["bended scripted"] = bended.script()
+            variants["bended scripted"] = tb.export.torchscript(bended)
         except Exception as e:  # the TorchScript export reports why; keep the other figures
-            print(f"(bended.script() failed: {type(e).__name__}: {e})")
+            print(f"(tb.export.torchscript(bended) failed: {type(e).__name__}: {e})")
         with torch.inference_mode():
             med, ratio = interleaved(
                 {k: (lambda m=m, x=x: m(x)) for k, m in variants.items()},

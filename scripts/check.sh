@@ -7,4 +7,5 @@ bash scripts/system_audio.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+.venv/bin/lint-imports
 .venv/bin/python -m pytest -q "$@"

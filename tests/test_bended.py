@@ -415,4 +415,4 @@ def test_string_annotations_do_not_reach_generated_code():
     x = torch.randn(1, 1, 16)
     bended = tb.BendedModule(Annotated())
     bended.trace(x=x)
-    assert torch.equal(bended.script()(x), bended(x))
+    assert torch.equal(tb.export.torchscript(bended)(x), bended(x))

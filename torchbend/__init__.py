@@ -38,11 +38,14 @@ from .callbacks import (
 from .config import BendingConfig
 from .controls import BendingParameter
 from .errors import (
+    AudioError,
     BendingError,
+    ExportError,
     GuardError,
     SelectionError,
     TorchbendError,
     TracingError,
+    WeightsError,
 )
 from .tables import Table
 from .tracing import BendingTracer, FlowStep
@@ -52,6 +55,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Ablate",
     "ActivationInfo",
+    "AudioError",
     "Affine",
     "BendedModule",
     "Bending",
@@ -66,6 +70,7 @@ __all__ = [
     "Clamp",
     "Dilate",
     "Erode",
+    "ExportError",
     "Flip",
     "FlowStep",
     "GuardError",
@@ -92,6 +97,7 @@ __all__ = [
     "TimeStretch",
     "TorchbendError",
     "TracingError",
+    "WeightsError",
     "__version__",
     "audio",
     "callback_from_name",

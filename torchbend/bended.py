@@ -324,13 +324,6 @@ class BendedModule(nn.Module):
         state.update({name: t.detach() for name, t in self._weights.bent.items()})
         return state
 
-    def script(self, methods: Sequence[str] | None = None) -> torch.jit.ScriptModule:
-        """A TorchScript module of the bended graphs, callbacks and controls (see
-        :func:`torchbend.export.torchscript`)."""
-        from .export.torchscript import torchscript
-
-        return torchscript(self, methods=methods)
-
     # -- inspection --------------------------------------------------------------------------------
 
     @property

@@ -7,14 +7,11 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .callbacks.base import BendingCallback, Chain
 from .controls import BendingParameter, ControlView
 from .errors import BendingError
-
-if TYPE_CHECKING:
-    from .bended import BendedModule
 
 __all__ = ["BendingConfig", "ConfigItem"]
 
@@ -32,7 +29,7 @@ class ConfigItem:
     fn: str | tuple[str, ...] | None = None
     """Methods the patterns are restricted to, if any."""
     keys: list[str] = field(default_factory=list)
-    """Targets the patterns matched when bound to a module."""
+    """Targets the patterns matched, for a config taken from a module."""
 
 
 class BendingConfig:
@@ -93,16 +90,6 @@ class BendingConfig:
     def __repr__(self) -> str:
         lines = [f"  ({item.callback!r}, {', '.join(map(repr, item.patterns))})" for item in self]
         return "BendingConfig(\n" + ",\n".join(lines) + "\n)"
-
-    def bind(self, bended: BendedModule) -> BendingConfig:
-        """Resolve the patterns against ``bended``'s weights and traced activations."""
-        for item in self.items:
-            item.keys = bended.select(*item.patterns, fn=item.fn)
-        return self
-
-    def op_from_key(self, key: str) -> list[BendingCallback]:
-        """The callbacks that bend ``key`` (a weight name or ``"<method>:<node>"``), in order."""
-        return [item.callback for item in self.items if key in item.keys]
 
     def controls(self) -> list[BendingParameter]:
         found: list[BendingParameter] = []

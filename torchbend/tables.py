@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+import torch.fx
 from tabulate import tabulate
 
 from .selection import filter_names
 
 if TYPE_CHECKING:
-    from .parts.dispatch import Entry
     from .weights import WeightBank
 
 __all__ = [
@@ -84,20 +84,21 @@ def weights_table(
 
 
 def activation_infos(
-    entry: Entry,
+    nodes: Sequence[torch.fx.Node],
     op: str | Sequence[str] | None = None,
     flt: str | Sequence[str] | None = None,
     exclude: str | Sequence[str] | None = None,
 ) -> list[ActivationInfo]:
-    """The activations of a traced graph, filtered by op and by name patterns."""
+    """The activations of a traced graph (its ``nodes`` with a recorded shape), filtered by
+    op and by name patterns."""
     ops = {op} if isinstance(op, str) else set(op or ())
-    nodes = {n.name: n for n in entry.nodes(tensors_only=False)}
+    by_name = {n.name: n for n in nodes}
     return [
         ActivationInfo(
             n.name, n.op, n._pretty_print_target(n.target), n.meta["tb_shape"], n.meta["tb_dtype"]
         )
-        for name in filter_names(nodes, flt, exclude)
-        for n in [nodes[name]]
+        for name in filter_names(by_name, flt, exclude)
+        for n in [by_name[name]]
         if not ops or n.op in ops
     ]
 

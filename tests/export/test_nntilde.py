@@ -204,3 +204,28 @@ def test_graph_that_depends_on_the_length(tmp_path):
     bended.trace(x=torch.randn(1, 1, 64))
     with pytest.raises(ExportError, match=r"takes other decisions .* read x\.shape\[-1\]"):
         nntilde(bended, tmp_path / "x.ts")
+
+
+def test_a_failed_export_leaves_the_module_as_it_was(tmp_path):
+    class Chunks(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv1d(1, 1, 1)
+
+        def forward(self, x):
+            return torch.cat([self.conv(x[..., i : i + 16]) for i in range(0, x.shape[-1], 16)], -1)
+
+    bended = tb.BendedModule(Chunks())
+    graph = bended.trace(x=torch.randn(1, 1, 64))
+    bended.bend(tb.Scale(2.0), "conv$")
+    x = torch.randn(1, 1, 64)
+    before = (bended(x), bended.graphs(), bended.traced_methods, bended.bended_keys())
+    state = {k: v.clone() for k, v in bended.state_dict().items()}
+    with pytest.raises(ExportError):
+        nntilde(bended, tmp_path / "x.ts")
+    assert bended.graphs() == before[1] and bended.graph() is graph
+    assert bended.traced_methods == before[2] and bended.bended_keys() == before[3]
+    assert torch.equal(bended(x), before[0])
+    assert {k: v for k, v in bended.state_dict().items()}.keys() == state.keys()
+    assert all(torch.equal(v, state[k]) for k, v in bended.state_dict().items())
+    assert not (tmp_path / "x.ts").exists()

@@ -56,7 +56,7 @@ def test_scripted_matches_bended_bit_for_bit():
 
 def test_set_control_has_the_effect_of_update():
     bended, _ = bended_net()
-    scripted = bended.script()
+    scripted = tb.export.torchscript(bended)
     x = torch.randn(2, 1, 32)
     for name, value in [("gain", 2.5), ("depth", 0.9), ("gain", 0.0), ("depth", 0.0)]:
         assert getattr(scripted, f"set_{name}")(value) == 0

@@ -41,7 +41,7 @@ class Inspector:
     def activations(
         self, fn: str, op: Patterns, flt: Patterns, exclude: Patterns
     ) -> list[ActivationInfo]:
-        return activation_infos(self.table.current(fn), op, flt, exclude)
+        return activation_infos(self.table.current(fn).nodes(False), op, flt, exclude)
 
     def activation_shape(self, name: str, fn: str) -> Any:
         infos = self.activations(fn, None, None, None)
