@@ -55,8 +55,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Ablate",
     "ActivationInfo",
-    "AudioError",
     "Affine",
+    "AudioError",
     "BendedModule",
     "Bending",
     "BendingCallback",
