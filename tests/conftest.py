@@ -1103,3 +1103,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Run tests taking a ``zoo_entry`` argument once per entry of the zoo."""
     if "zoo_entry" in metafunc.fixturenames:
         metafunc.parametrize("zoo_entry", ZOO, ids=[e.name for e in ZOO])
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``audio`` need the audio extra: without it they are skipped, saying so."""
+    import importlib.util
+
+    if all(importlib.util.find_spec(m) for m in ("soundfile", "soxr", "safetensors")):
+        return
+    skip = pytest.mark.skip(reason="needs the audio extra: pip install 'torchbend[audio]'")
+    for item in items:
+        if "audio" in item.keywords:
+            item.add_marker(skip)

@@ -9,6 +9,8 @@ import torchbend as tb
 from torchbend.cli import load_model, main, parse_bend
 from torchbend.errors import TorchbendError
 
+pytestmark = pytest.mark.audio
+
 
 def test_parse_bend():
     cb, pattern = parse_bend("Mask(prob=0.3, dim=-2, seed=1)@encoder.*conv$")
@@ -75,6 +77,7 @@ def test_inspect_bend_export_check(tmp_path, capsys):
     assert "missing.wav" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_demo_renders_files_and_picture(tmp_path):
     from torchbend.demo import run_demo
 

@@ -42,6 +42,7 @@ def test_dtype_moves_carry_callbacks_graphs_and_bent_weights():
     assert bended(x.double()).dtype == torch.float64
 
 
+@pytest.mark.slow
 def test_torch_compile_with_inductor_matches_eager():
     x = torch.randn(1, 1, 64)
     bended = bent(model().eval(), x)

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SCRIPTS = sorted(EXAMPLES.glob("[0-9][0-9]_*.py"))
 TIMEOUT = 300  # seconds per script; the smoke modes take a few

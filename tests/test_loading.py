@@ -307,6 +307,7 @@ def test_drop_ins_bend_a_model_block_by_block(found):
     assert not bool(bended(silence).any())
 
 
+@pytest.mark.slow
 def test_the_tutorial_runs(tmp_path):
     example = FOLDER.parent / "examples" / "10_custom_callbacks.py"
     done = subprocess.run(

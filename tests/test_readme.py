@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).parents[1] / "README.md"
 
 
+@pytest.mark.slow
 def test_readme_python_blocks_run(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)

@@ -11,6 +11,8 @@ import torch
 from torchbend import audio
 from torchbend.errors import AudioError, TorchbendError
 
+pytestmark = pytest.mark.audio
+
 
 def sine(channels: int = 2, seconds: float = 0.25, rate: int = 44100) -> torch.Tensor:
     t = torch.arange(int(seconds * rate)) / rate

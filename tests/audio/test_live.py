@@ -23,6 +23,9 @@ from torchbend.errors import AudioError
 pytest.importorskip("pythonosc", reason="OSC tests need python-osc: pip install 'torchbend[live]'")
 from pythonosc.udp_client import SimpleUDPClient
 
+pytestmark = pytest.mark.audio
+
+
 BLOCK = 128
 WAIT = 5.0  # seconds; a bound on loopback delivery, normally reached in microseconds
 

@@ -10,6 +10,8 @@ import torchbend as tb
 from torchbend.audio.stream import Stream, StreamStats
 from torchbend.errors import AudioError
 
+pytestmark = pytest.mark.audio
+
 
 class Encoder(nn.Module):
     """A strided conv: one frame of 3 channels every ``ratio`` samples, no overlap."""

@@ -88,6 +88,7 @@ def test_file_follows_the_nn_tilde_contract(tmp_path):
         assert torch.equal(m(x), bended(x))
 
 
+@pytest.mark.slow
 def test_file_runs_without_torchbend(tmp_path):
     bended = bended_encoder(16)
     path = tmp_path / "enc.ts"

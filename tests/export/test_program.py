@@ -48,6 +48,7 @@ def run_without_torchbend(code: str, tmp_path) -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 def test_pt2_runs_without_torchbend(tmp_path):
     bended, x = bended_net()
     path = tmp_path / "model.pt2"
@@ -93,6 +94,7 @@ def test_pt2_errors():
         pt2(bended, controls_as_inputs=True, x=x)
 
 
+@pytest.mark.slow
 def test_onnx_matches_with_onnxruntime_in_a_fresh_process(tmp_path):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnxscript")

@@ -102,6 +102,7 @@ def test_export_is_a_snapshot():
         assert torch.equal(scripted(x), before)
 
 
+@pytest.mark.slow
 def test_saved_file_loads_and_runs_without_torchbend(tmp_path):
     bended, _ = bended_net()
     path = tmp_path / "bent.pt"
