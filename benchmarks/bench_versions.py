@@ -1,0 +1,129 @@
+"""This checkout against another commit of torchbend, in the same run: calls, updates, streaming.
+
+Run: python benchmarks/bench_versions.py [--before REV] [--quick]
+
+The package at ``REV`` (default ``HEAD~1``) is extracted with ``git archive`` into a temporary
+folder as ``torchbend_before`` and imported next to this checkout's ``torchbend``, so that each
+round times the same work with both, in a shuffled order, on one thread. Reported: median times
+and the median over rounds of ``after / before`` (paired), for the per-call cost
+(bench_call's conv stack: nothing bent, an activation masked, a weight scaled), a control
+update + call (activation and weight controls, as bench_update) and one streamed block of the
+shipped model bent with a Mask and a Scale (as bench_realtime, block 2048).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import io
+import os
+import platform
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import torch
+from bench_call import ConvStack, interleaved
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def import_before(rev: str, into: Path) -> ModuleType:
+    """Package ``torchbend`` at ``rev`` imported as ``torchbend_before``."""
+    data = subprocess.run(
+        ["git", "archive", rev, "torchbend"], cwd=ROOT, check=True, capture_output=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(into, filter="data")
+    (into / "torchbend").rename(into / "torchbend_before")
+    os.symlink(ROOT / "assets", into / "assets")  # models.load() finds weights beside it
+    sys.path.insert(0, str(into))
+    return importlib.import_module("torchbend_before")
+
+
+def calls(tb: ModuleType, model: torch.nn.Module, x: torch.Tensor) -> dict[str, Callable]:
+    out: dict[str, Callable] = {}
+    for label in ("nothing bent", "activation masked", "weight scaled"):
+        bended = tb.BendedModule(model)
+        bended.trace(x=x)
+        if label == "activation masked":
+            bended.bend(tb.Mask(0.3, dim=-2, seed=0), "convs_3$")
+        elif label == "weight scaled":
+            bended.bend(tb.Scale(0.5), r"convs\.3\.weight")
+        out[f"call, {label}"] = functools.partial(bended, x)
+    values = iter(float(v) for v in torch.rand(100000, generator=torch.Generator().manual_seed(0)))
+    for label, pattern in (("activation", "convs_3$"), ("weight", r"convs\.3\.weight")):
+        bended = tb.BendedModule(model)
+        bended.trace(x=x)
+        bended.bend(tb.Scale(tb.BendingParameter("gain", 1.0)), pattern)
+
+        def update(b: torch.nn.Module = bended) -> None:
+            b.update("gain", next(values))
+            b(x)
+
+        out[f"update ({label} control) + call"] = update
+    return out
+
+
+def stream(tb: ModuleType, block: int) -> Callable:
+    model = tb.models.load()
+    model.set_streaming(True)
+    bent = tb.BendedModule(model)
+    bent.trace(x=torch.zeros(1, 1, block))
+    bent.bend(tb.Mask(0.3, dim=-2, seed=0), "decoder_4$")
+    bent.bend(tb.Scale(0.8), r"decoder\.5\.weight")
+    s = tb.audio.stream.Stream(bent, block_size=block)
+    x = torch.randn(1, block, generator=torch.Generator().manual_seed(0)) * 0.1
+    return functools.partial(s.process_block, x)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--before", default="HEAD~1", help="git revision to compare with")
+    parser.add_argument("--quick", action="store_true", help="few rounds (a smoke test)")
+    args = parser.parse_args()
+    rounds = 5 if args.quick else 300
+    torch.set_num_threads(1)
+    import torchbend as after
+
+    rev = (
+        subprocess.run(
+            ["git", "rev-parse", "--short", args.before], cwd=ROOT, check=True, capture_output=True
+        )
+        .stdout.decode()
+        .strip()
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        before = import_before(args.before, Path(tmp))
+        torch.manual_seed(0)
+        model = ConvStack(8, 32).eval()
+        x = torch.randn(1, 1, 4096)
+        fns: dict[str, Callable] = {}
+        for tag, tb in (("before", before), ("after", after)):
+            for name, fn in calls(tb, model, x).items():
+                fns[f"{name} [{tag}]"] = fn
+            fns[f"stream block 2048, Mask + Scale [{tag}]"] = stream(tb, 2048)
+        names = sorted({k.rsplit(" [", 1)[0] for k in fns})
+        pairs = [(f"{n} [after]", f"{n} [before]") for n in names]
+        with torch.inference_mode():
+            med, ratio = interleaved(fns, rounds, pairs=pairs, warmup=3)
+    print(
+        f"before: {rev}; after: this checkout; torch {torch.__version__}, 1 thread, "
+        f"{platform.processor() or platform.machine()}, {rounds} rounds\n"
+    )
+    print("| work | before | after | after / before (paired median) |")
+    print("|---|---|---|---|")
+    for n in names:
+        a, b = f"{n} [after]", f"{n} [before]"
+        print(
+            f"| {n} | {med[b] * 1e3:.3f} ms | {med[a] * 1e3:.3f} ms | {ratio[f'{a} / {b}']:.3f}x |"
+        )
+
+
+if __name__ == "__main__":
+    main()
