@@ -174,23 +174,16 @@ def cmd_bend(args: argparse.Namespace) -> int:
     keys = _apply_bendings(model, args)
     print(f"bent {len(keys)} target(s): {keys}", file=sys.stderr)
     stream = Stream(model, method=args.fn, block_size=args.block_size, sample_rate=sr)
-    length = audio.shape[-1]
-    blocks = -(-length // args.block_size)
-    padded = torch.nn.functional.pad(audio, (0, blocks * args.block_size - length))
-    outs = []
+
+    def progress(i: int, count: int) -> None:
+        if not args.quiet:
+            bar = "#" * int(30 * i / count)
+            print(f"\r[{bar:<30}] {i / count:4.0%}", end="", file=sys.stderr, flush=True)
+
     with torch.inference_mode():
-        for i in range(blocks):
-            outs.append(
-                stream.process_block(padded[..., i * args.block_size : (i + 1) * args.block_size])
-            )
-            if not args.quiet:
-                done = (i + 1) / blocks
-                bar = "#" * int(30 * done)
-                print(f"\r[{bar:<30}] {done:4.0%}", end="", file=sys.stderr, flush=True)
+        out = stream.process(audio, before_block=progress)
     if not args.quiet:
-        print(file=sys.stderr)
-    out = torch.cat(outs, -1)
-    out = out[..., : round(length * out.shape[-1] / padded.shape[-1])]
+        print(f"\r[{'#' * 30}] 100%", file=sys.stderr)
     save(args.output, out, sr)
     print(f"wrote {args.output} ({stream.stats.realtime_factor:.0f}x realtime)", file=sys.stderr)
     return 0

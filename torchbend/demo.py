@@ -99,6 +99,10 @@ def run_demo(out: Path, seconds: float | None = None) -> dict[str, dict[str, tor
         "latent_sweep": [(Scale(depth), "encoder_11$")],
     }
     renders: dict[str, dict[str, torch.Tensor]] = {name: {"input": a} for name, a in sounds.items()}
+
+    def sweep(i: int, count: int) -> None:
+        bended.update("depth", 1.0 - 3.0 * i / max(count - 1, 1))
+
     timings: dict[str, float] = {}
     with torch.inference_mode():
         for label, todo in setups.items():
@@ -109,12 +113,7 @@ def run_demo(out: Path, seconds: float | None = None) -> dict[str, dict[str, tor
                 stream = Stream(bended, method="forward", block_size=block, sample_rate=rate)
                 stream.reset()
                 if label == "latent_sweep":
-                    blocks = []
-                    count = -(-audio.shape[-1] // block)
-                    for i in range(count):
-                        bended.update("depth", 1.0 - 3.0 * i / max(count - 1, 1))
-                        blocks.append(stream.process_block(_padded(audio, i, block)))
-                    y = torch.cat(blocks, -1)[..., : audio.shape[-1]]
+                    y = stream.process(audio, before_block=sweep)
                     bended.update("depth", 1.0)
                 else:
                     y = stream.process(audio)
@@ -131,10 +130,3 @@ def run_demo(out: Path, seconds: float | None = None) -> dict[str, dict[str, tor
     count = sum(len(v) for v in renders.values())
     print(f"\nWrote {count} WAV files and spectrograms.png to {out}/")
     return renders
-
-
-def _padded(audio: torch.Tensor, i: int, block: int) -> torch.Tensor:
-    chunk = audio[..., i * block : (i + 1) * block]
-    if chunk.shape[-1] < block:
-        chunk = torch.nn.functional.pad(chunk, (0, block - chunk.shape[-1]))
-    return chunk

@@ -234,3 +234,20 @@ def test_tiny_rave_streams_like_offline() -> None:
     y = stream.process(x[:, 0])  # [2 channels, time]: each channel runs as a batch item
     assert y.shape == (2, 2048)
     assert torch.allclose(y, offline[:, 0], atol=1e-5)
+
+
+def test_before_block_runs_before_each_block_and_can_move_a_control():
+    gain = tb.BendingParameter("gain", 1.0)
+    bended = tb.BendedModule(nn.Sequential(nn.Identity()))
+    bended.trace(input=torch.zeros(1, 1, 64))
+    bended.bend(tb.Scale(gain), "input")
+    seen = []
+
+    def before(i, count):
+        seen.append((i, count))
+        bended.update("gain", float(i))
+
+    y = Stream(bended, block_size=64).process(torch.ones(1, 200), before_block=before)
+    assert seen == [(0, 4), (1, 4), (2, 4), (3, 4)]
+    assert y.shape == (1, 200)
+    assert torch.equal(y[0, ::64], torch.tensor([0.0, 1.0, 2.0, 3.0]))

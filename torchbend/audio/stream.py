@@ -199,18 +199,25 @@ class Stream:
         if cache and callable(reset_cache):
             reset_cache()
 
-    def process(self, audio: torch.Tensor) -> torch.Tensor:
-        """Stream ``audio`` of any length block by block; the output has the same length."""
+    def process(
+        self, audio: torch.Tensor, before_block: Callable[[int, int], None] | None = None
+    ) -> torch.Tensor:
+        """Stream ``audio`` of any length block by block; the output has the same length.
+
+        ``before_block(i, count)``, if given, runs before block ``i`` of ``count``: to move a
+        control along the file, or to show progress.
+        """
         x, batched = self._as_batch(audio)
         length = x.shape[-1]
         blocks = max(1, math.ceil(length / self.block_size))
         padded = blocks * self.block_size
         if padded != length:
             x = torch.nn.functional.pad(x, (0, padded - length))
-        outs = [
-            self._run(x[..., i * self.block_size : (i + 1) * self.block_size])
-            for i in range(blocks)
-        ]
+        outs = []
+        for i in range(blocks):
+            if before_block is not None:
+                before_block(i, blocks)
+            outs.append(self._run(x[..., i * self.block_size : (i + 1) * self.block_size]))
         y = torch.cat(outs, -1)
         out_length = math.ceil(length * y.shape[-1] / padded)
         y = y[..., :out_length]
