@@ -11,7 +11,14 @@ import torch.fx
 
 from ..errors import ExportError
 from ..tracing.facts import describe_fact
-from .check import NNTildeReport, check_nntilde, check_params
+from .check import (
+    MAX_BUFFER_SIZE,
+    TEST_BATCHES,
+    NNTildeReport,
+    buffer_sizes,
+    check_nntilde,
+    check_params,
+)
 from .torchscript import ExportPlan, save
 
 if TYPE_CHECKING:
@@ -63,7 +70,8 @@ def nntilde(
         input_labels: per method, one label per input channel (nn~ shows them on inlets).
         output_labels: per method, one label per output channel.
         min_buffer_size: the smallest buffer, in samples, the model takes (default: the
-            wrapped module's ``ratio`` attribute, else 1); checks run from there up to 8192.
+            wrapped module's ``ratio`` attribute, else 1); checks run from there up to
+            :data:`~torchbend.export.check.MAX_BUFFER_SIZE`.
 
     Raises:
         ExportError: for a method not traced or not ``[B, C, T] -> [B, C, T']``, a ratio that
@@ -123,20 +131,19 @@ def _check_one_graph(
     in_channels, in_ratio = values[0], values[1]
     ratio = max(values[1], values[3], least)
     first = bended.signature(method).names[0]
-    for batch in (1, 4):
-        size = ratio
-        while size <= 8192:
+    for batch in TEST_BATCHES:
+        for size in buffer_sizes(ratio):
             x = torch.zeros(batch, in_channels, size // in_ratio)
             if bended.entry_for(method, {first: x}) is not entry:
                 facts = ", ".join(describe_fact(f) for f in entry.facts)
                 raise ExportError(
                     f"method {method!r} takes other decisions on an input of shape "
                     f"{list(x.shape)} than on the one it was traced with (they read {facts}); "
-                    "nn~ calls it with batch 1 and 4 and many buffer sizes, and the exported "
+                    f"nn~ calls it with batches {list(TEST_BATCHES)} and buffers of {ratio} to "
+                    f"{MAX_BUFFER_SIZE} samples, and the exported "
                     "file holds one graph. Make those decisions independent of the batch size "
                     "and length."
                 )
-            size *= 2
 
 
 def infer_params(method: str, entry: Entry) -> tuple[int, int, int, int]:
