@@ -10,7 +10,7 @@ import torch
 import torch.fx
 
 from .errors import TracingError, closest
-from .tracing import TraceResult, fact_reader
+from .tracing import TraceResult, fact_reader, is_tensordict
 
 __all__ = ["Entry", "Method", "Signature", "clone_inputs"]
 
@@ -125,6 +125,6 @@ def clone_inputs(value: Any) -> Any:
         return type(value)(clone_inputs(v) for v in value)
     if type(value) is dict:
         return {k: clone_inputs(v) for k, v in value.items()}
-    if hasattr(value, "batch_size") and hasattr(value, "clone"):  # TensorDict
+    if is_tensordict(value):
         return value.clone()
     return value
