@@ -8,7 +8,6 @@ import linecache
 import math
 import operator
 import os
-import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +18,7 @@ from torch.fx.node import Argument, Node
 from torch.overrides import TorchFunctionMode
 
 from ..errors import TracingError
+from .compat import RootCallTracer, recorded_node, target_name
 from .facts import Fact
 from .flow import READERS, FlowStep, check_decision
 from .objects import class_key, rebuild_object
@@ -32,6 +32,7 @@ from .operations import (
     SHAPE_ATTRIBUTES,
     SHAPE_METHODS,
 )
+from .placeholders import root_call
 from .proxy import ConcreteAttribute, ConcreteProxy
 from .state import restore_state
 from .values import has_proxy, holds_tensor, is_proxied_input, leaves, map_values
@@ -42,15 +43,6 @@ _SKIPPED_FILES = (
     os.path.dirname(torch.__file__) + os.sep,
     os.path.dirname(os.path.dirname(__file__)) + os.sep,
 )
-
-
-def _annotations(fn: Callable[..., Any]) -> dict[str, Any]:
-    """Argument annotations as types: written as strings (``from __future__ import
-    annotations``) they would reach generated code as names it cannot resolve."""
-    try:
-        return typing.get_type_hints(fn)
-    except Exception:  # an annotation naming something not importable here: keep none
-        return {}
 
 
 @dataclass
@@ -87,7 +79,7 @@ class _RecordFactories(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-class BendingTracer(torch.fx.Tracer):
+class BendingTracer(RootCallTracer):
     """A :class:`torch.fx.Tracer` that also runs the module on example inputs.
 
     Each node's concrete value is kept in ``node.meta["tb_value"]`` while tracing, so that
@@ -143,62 +135,10 @@ class BendingTracer(torch.fx.Tracer):
 
     # -- torch.fx hooks ----------------------------------------------------------------------
 
-    def create_args_for_root(
-        self,
-        root_fn: Callable[..., Any],
-        is_module: bool,
-        concrete_args: dict[str, Any] | tuple[Any, ...] | None = None,
-    ) -> tuple[Any, list[Any]]:
-        # torch.fx rewrites the code of a method taking ``*args``/``**kwargs`` to take them
-        # positionally, which scrambles the locals of a decorated method's ``(*args, **kwargs)``
-        # wrapper (``functools.wraps``, as transformers does), and flattens container inputs
-        # into a pytree signature. Every input has a concrete value here, so make one placeholder
-        # per parameter (in torch.fx's order) and call the method as a user would.
-        if concrete_args is not None:
-            return super().create_args_for_root(root_fn, is_module, concrete_args)
-        inner = inspect.unwrap(root_fn)
-        params = list(inspect.signature(inner).parameters.values())[1 if is_module else 0 :]
-        order: dict[Any, int] = {
-            inspect.Parameter.VAR_POSITIONAL: 2,
-            inspect.Parameter.VAR_KEYWORD: 3,
-            inspect.Parameter.KEYWORD_ONLY: 1,
-        }
-        params.sort(key=lambda p: order.get(p.kind, 0))
-        annotations = _annotations(inner)
-        values = []
-        for p in params:
-            stars: dict[Any, str] = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}
-            star = stars.get(p.kind, "")
-            default = () if p.default is p.empty or star else (p.default,)
-            values.append(
-                self.create_proxy(
-                    "placeholder", star + p.name, default, {}, type_expr=annotations.get(p.name)
-                )
-            )
-
-        # Wrappers often read their arguments by name: pass them so, unless ``*args`` is used.
-        by_name = inner is not root_fn
-
-        def call(*args: Any) -> Any:
-            head, rest = args[: len(args) - len(params)], args[len(args) - len(params) :]
-            varargs = any(p.kind is p.VAR_POSITIONAL and v for p, v in zip(params, rest))
-            positional: list[Any] = []
-            named: dict[str, Any] = {}
-            for p, value in zip(params, rest):
-                if p.kind is p.VAR_POSITIONAL:
-                    positional.extend(value)
-                elif p.kind is p.VAR_KEYWORD:
-                    named.update(value)
-                elif p.kind is p.POSITIONAL_ONLY or (
-                    p.kind is p.POSITIONAL_OR_KEYWORD and (varargs or not by_name)
-                ):
-                    positional.append(value)
-                else:
-                    named[p.name] = value
-            return root_fn(*head, *positional, **named)
-
-        call.__wrapped__ = root_fn  # type: ignore[attr-defined]
-        return call, [*([self.root] if is_module else []), *values]
+    def root_call(
+        self, root_fn: Callable[..., Any], is_module: bool
+    ) -> tuple[Callable[..., Any], list[Any]]:
+        return root_call(self, root_fn, is_module)
 
     def proxy(self, node: Node) -> torch.fx.Proxy:
         return ConcreteProxy(node, self)
@@ -220,11 +160,6 @@ class BendingTracer(torch.fx.Tracer):
         if self.executing or not has_proxy((args, kwargs)):
             return forward(*args, **kwargs)
         return super().call_module(m, forward, args, kwargs)
-
-    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
-        if self.executing:
-            return attr_val
-        return super().getattr(attr, attr_val, parameter_proxy_cache)
 
     def create_arg(self, a: Any) -> Argument:
         if isinstance(a, torch.fx.Proxy):
@@ -307,7 +242,7 @@ class BendingTracer(torch.fx.Tracer):
 
     def value_of(self, proxy: torch.fx.Proxy) -> Any:
         """The concrete value of ``proxy`` on the example inputs."""
-        if isinstance(proxy, ConcreteAttribute) and proxy._node is None:
+        if isinstance(proxy, ConcreteAttribute) and recorded_node(proxy) is None:
             return getattr(self.value_of(proxy.root), proxy.attr)
         return proxy.node.meta["tb_value"]
 
@@ -378,7 +313,7 @@ class BendingTracer(torch.fx.Tracer):
             where = self._user_location()
             raise TracingError(
                 f"while tracing {type(self.root).__name__}.{self.traced_func_name}, node "
-                f"'{node.name}' ({node.op} {node._pretty_print_target(target)}) at "
+                f"'{node.name}' ({node.op} {target_name(target)}) at "
                 f"{where[0]} failed: {type(e).__name__}: {e}"
             ) from e
         finally:
