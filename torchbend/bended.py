@@ -14,18 +14,18 @@ import torch
 import torch.fx
 from torch import nn
 
-from .activations import cut_from, keep_until
 from .callbacks.base import BendingCallback
 from .callbacks.capture import Capture
 from .config import BendingConfig, ConfigItem
 from .controls import BendingParameter
 from .dispatch import Entry, Method, Signature, clone_inputs
 from .errors import BendingError, GuardError, SelectionError, TracingError, closest
-from .rewriting import ActivationSlot, bent_graph, build_graph_module, install_view
+from .rewriting import ActivationSlot, build_graph_module, install_view
 from .selection import Selection, matches, select
 from .tables import ActivationInfo, Table, activation_infos, activations_table, show, weights_table
 from .tracing import BendingTracer, DecisionChanged, FlowStep, TraceResult
 from .tracing.facts import describe_fact
+from .tracing.surgery import cut_from, insert_slots, is_slot, keep_until
 from .tracing.tensordict import TensorDictProgram, is_tensordict_module
 from .weights import WeightBank
 
@@ -873,8 +873,8 @@ class BendedModule(nn.Module):
         """Print the bended graph of ``fn``: the traced graph with its bending slots."""
         entry = self._traced(fn)
         assert entry.gm is not None
-        bent = [n.args[0].name for n in entry.gm.graph.nodes if n.meta.get("tb_slot")]
-        text = str(bent_graph(entry.graph, dict.fromkeys(bent)))
+        bent = [n.args[0].name for n in entry.gm.graph.nodes if is_slot(n)]
+        text = str(insert_slots(entry.graph, dict.fromkeys(bent)))
         if out is None:
             print(text)
         else:

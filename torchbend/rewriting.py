@@ -1,4 +1,4 @@
-"""Graph rewriting: insert activation bending slots into a copy of a traced graph."""
+"""Graph rewriting: compile a traced graph, its activation slots inserted, into a GraphModule."""
 
 from __future__ import annotations
 
@@ -11,11 +11,9 @@ import torch.fx
 from torch import nn
 
 from .callbacks.base import BendingCallback
+from .tracing.surgery import SLOTS, insert_slots, is_slot
 
 __all__ = ["SLOTS", "ActivationSlot", "build_graph_module", "install_view"]
-
-SLOTS = "_tb_slots"
-"""Name of the submodule of bended GraphModules that holds activation slots."""
 
 
 class ActivationSlot(nn.Module):
@@ -38,32 +36,6 @@ class ActivationSlot(nn.Module):
         return repr(self.name)
 
 
-def _slot_name(node: str) -> str:
-    return re.sub(r"[^0-9a-zA-Z_]", "_", node)
-
-
-def bent_graph(graph: torch.fx.Graph, targets: Mapping[str, Any]) -> torch.fx.Graph:
-    """Copy ``graph`` and route every node named in ``targets`` through its slot."""
-    new = torch.fx.Graph()
-    new._codegen = graph._codegen  # keeps the calling convention (pytree in/out) of the trace
-    env: dict[torch.fx.Node, torch.fx.Node] = {}
-    out = new.graph_copy(graph, env)
-    new.output(out)
-    for old, node in env.items():
-        node.meta = old.meta
-    for node in list(new.nodes):
-        if node.name not in targets:
-            continue
-        users = [u for u in node.users if not u.meta.get("tb_guard")]
-        with new.inserting_after(node):
-            slot = new.call_module(f"{SLOTS}.{_slot_name(node.name)}", (node,))
-        slot.meta = dict(node.meta, tb_slot=True)
-        for user in users:
-            user.replace_input_with(node, slot)
-    new.lint()
-    return new
-
-
 def build_graph_module(
     graph: torch.fx.Graph,
     view: nn.Module,
@@ -77,14 +49,14 @@ def build_graph_module(
     ``encoder_0_weight``) so that the generated code reaches each in one attribute lookup
     instead of one per level of nesting; ``gm.meta["tb_paths"]`` maps them back.
     """
-    graph = bent_graph(graph, slots)
+    graph = insert_slots(graph, slots)
     root: dict[str, Any] = {}
     paths: dict[str, str] = {}
     flat_of: dict[str, str] = {}
     for node in graph.nodes:
         target = str(node.target)
-        if node.op == "call_module" and target.startswith(SLOTS + "."):
-            root[target] = slots[_node_of_slot(graph, node)]
+        if is_slot(node):
+            root[target] = slots[_node_of_slot(node)]
             continue
         if node.op not in ("call_module", "get_attr"):
             continue
@@ -105,7 +77,7 @@ def build_graph_module(
     return gm
 
 
-def _node_of_slot(graph: torch.fx.Graph, slot: torch.fx.Node) -> str:
+def _node_of_slot(slot: torch.fx.Node) -> str:
     source = slot.args[0]
     assert isinstance(source, torch.fx.Node)
     return source.name
