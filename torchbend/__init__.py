@@ -45,7 +45,7 @@ from .errors import (
     TracingError,
 )
 from .tables import Table
-from .tracing import BendingTracer, FlowStep
+from .tracing import BendingTracer, FlowStep, TracedGraph
 
 __version__ = "0.1.0"
 
@@ -91,6 +91,7 @@ __all__ = [
     "ThresholdActivation",
     "TimeStretch",
     "TorchbendError",
+    "TracedGraph",
     "TracingError",
     "__version__",
     "audio",

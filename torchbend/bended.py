@@ -23,7 +23,7 @@ from .errors import BendingError, GuardError, SelectionError, TracingError, clos
 from .rewriting import ActivationSlot, build_graph_module, install_view
 from .selection import Selection, matches, select
 from .tables import ActivationInfo, Table, activation_infos, activations_table, show, weights_table
-from .tracing import BendingTracer, DecisionChanged, FlowStep, TraceResult
+from .tracing import BendingTracer, DecisionChanged, FlowStep, TracedGraph, record_of
 from .tracing.facts import describe_fact
 from .tracing.surgery import cut_from, insert_slots, is_slot, keep_until
 from .tracing.tensordict import TensorDictProgram, is_tensordict_module
@@ -64,7 +64,7 @@ class BendedModule(nn.Module):
         >>> import torch, torchbend as tb
         >>> bended = tb.BendedModule(torch.nn.Sequential(torch.nn.Conv1d(1, 4, 3)))
         >>> bended.trace(input=torch.randn(1, 1, 16)).__class__.__name__
-        'Graph'
+        'TracedGraph'
         >>> bended.bend(tb.Scale(0.), "_0$")
         ['forward:_0']
         >>> bool((bended(torch.randn(1, 1, 16)) == 0).all())
@@ -117,7 +117,7 @@ class BendedModule(nn.Module):
     ) -> Any:
         """Trace method ``fn`` on example ``inputs`` given by argument name.
 
-        Returns the traced ``torch.fx.Graph`` (its ``flow_steps`` list the decisions baked in),
+        Returns the :class:`TracedGraph` (its ``flow_steps`` list the decisions baked in),
         or ``(graph, outputs)`` with ``return_out=True`` (``_return_out`` is the same flag, as
         spelled in the original torchbend notebooks). Bendings already set apply to the new
         graph as well.
@@ -157,7 +157,7 @@ class BendedModule(nn.Module):
             self._methods[fn] = method
         return method
 
-    def _trace_entry(self, method: Method, inputs: dict[str, Any]) -> tuple[Entry, TraceResult]:
+    def _trace_entry(self, method: Method, inputs: dict[str, Any]) -> tuple[Entry, TracedGraph]:
         tracer = BendingTracer(self.leaves)
         tracer.on_value = functools.partial(self._bend_traced_value, method.name)
         root = self._weights.view
@@ -187,7 +187,7 @@ class BendedModule(nn.Module):
             method.current = entry
         return entry, result
 
-    def _describe_change(self, method: Method, result: TraceResult) -> str:
+    def _describe_change(self, method: Method, result: TracedGraph) -> str:
         old = method.current or method.entries[0]
         label = f"{type(self.module).__name__}.{method.name}"
         for i, new_step in enumerate(result.flow_steps):
@@ -476,7 +476,7 @@ class BendedModule(nn.Module):
         """Run a graph derived from ``entry`` (kept as method ``save_as`` if given)."""
         placeholders = [str(n.target) for n in graph.nodes if n.op == "placeholder"]
         facts = tuple(f for f in entry.facts if f[0] in placeholders)
-        result = TraceResult(graph, entry.result.constants, entry.result.flow_steps, facts, ())
+        result = TracedGraph(graph, entry.result.constants, entry.result.flow_steps, facts, ())
         if save_as is not None:
             if save_as in self._methods or hasattr(type(self), save_as):
                 raise TracingError(f"a method named {save_as!r} exists already; pick another name")
@@ -499,7 +499,7 @@ class BendedModule(nn.Module):
             self._build(temp, scratch)
             gm = scratch.gm
         else:
-            gm = build_graph_module(graph, self.module, entry.result.constants, {}, "Unbent")
+            gm = build_graph_module(result, self.module, {}, "Unbent")
         assert gm is not None
         return gm(**{p: inputs[p] for p in placeholders})
 
@@ -698,7 +698,8 @@ class BendedModule(nn.Module):
         """Match ``bending``'s patterns on a graph traced before or after it."""
         for node in entry.nodes(tensors_only=True):
             if self._applies(bending, method.key, node.name):
-                meta = (node.meta["tb_shape"], node.meta["tb_dtype"], node.meta["tb_device"])
+                record = record_of(node)
+                meta = (record.shape, record.dtype, record.device)
                 self._register(bending, method.key, node.name, meta)
 
     def _bend_traced_value(self, method: str, node: torch.fx.Node, value: Any) -> Any:
@@ -722,7 +723,6 @@ class BendedModule(nn.Module):
         entry.gm = build_graph_module(
             entry.graph,
             self._weights.view,
-            entry.result.constants,
             modules,
             class_name=f"Bended{type(self.module).__name__}_{method.name}",
         )
@@ -855,7 +855,7 @@ class BendedModule(nn.Module):
         """Table of the activations of ``fn``: name, op, shape, dtype."""
         return show(activations_table(self.activations(fn, op, flt, exclude)), out)
 
-    def graph(self, fn: str = "forward") -> torch.fx.Graph:
+    def graph(self, fn: str = "forward") -> TracedGraph:
         """The last graph traced for ``fn`` (unbent; ``graph.flow_steps`` lists decisions)."""
         return self._traced(fn).graph
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -11,9 +12,18 @@ import torch.fx
 from torch import nn
 
 from .callbacks.base import BendingCallback
+from .tracing import Fact, FlowStep, TracedGraph
+from .tracing.records import META_KEY
 from .tracing.surgery import SLOTS, insert_slots, is_slot
 
-__all__ = ["SLOTS", "ActivationSlot", "build_graph_module", "install_view"]
+__all__ = [
+    "SLOTS",
+    "ActivationSlot",
+    "GraphModuleRecord",
+    "build_graph_module",
+    "graph_module_record",
+    "install_view",
+]
 
 
 class ActivationSlot(nn.Module):
@@ -36,20 +46,42 @@ class ActivationSlot(nn.Module):
         return repr(self.name)
 
 
+@dataclass(frozen=True)
+class GraphModuleRecord:
+    """What a bended GraphModule was compiled from, kept in ``gm.meta["torchbend"]``."""
+
+    flow_steps: tuple[FlowStep, ...]
+    """The decisions baked into the graph (those of the trace it was compiled from)."""
+    guard_facts: tuple[Fact, ...]
+    """The facts of the inputs those decisions read."""
+    paths: Mapping[str, str]
+    """The dotted path, in the module the GraphModule reads from, of each module and weight
+    attached to it under a flat name (``encoder_0_weight``: ``encoder.0.weight``)."""
+
+
+def graph_module_record(gm: torch.fx.GraphModule) -> GraphModuleRecord:
+    """The record of a GraphModule made by :func:`build_graph_module`."""
+    record: GraphModuleRecord = gm.meta[META_KEY]
+    return record
+
+
 def build_graph_module(
-    graph: torch.fx.Graph,
+    traced: TracedGraph,
     view: nn.Module,
-    constants: Mapping[str, torch.Tensor],
     slots: Mapping[str, ActivationSlot],
     class_name: str,
+    constants: Mapping[str, torch.Tensor] | None = None,
 ) -> torch.fx.GraphModule:
-    """Compile ``graph`` once, its slots inserted, reading modules and weights from ``view``.
+    """Compile ``traced`` once, its slots inserted, reading modules and weights from ``view``
+    (and its constants from ``constants`` if given, else from ``traced.constants``).
 
     Modules and weights of ``view`` are attached under flat names (``encoder.0.weight`` as
-    ``encoder_0_weight``) so that the generated code reaches each in one attribute lookup
-    instead of one per level of nesting; ``gm.meta["tb_paths"]`` maps them back.
+    ``_tb_encoder_0_weight``) so that the generated code reaches each in one attribute lookup
+    instead of one per level of nesting; :func:`graph_module_record` maps them back, and
+    gives the flow steps of the trace.
     """
-    graph = insert_slots(graph, slots)
+    graph = insert_slots(traced, slots)
+    constants = traced.constants if constants is None else constants
     root: dict[str, Any] = {}
     paths: dict[str, str] = {}
     flat_of: dict[str, str] = {}
@@ -73,7 +105,9 @@ def build_graph_module(
             )
         node.target = flat_of[target]
     gm = torch.fx.GraphModule(root, graph, class_name=class_name)
-    gm.meta["tb_paths"] = paths
+    gm.meta[META_KEY] = GraphModuleRecord(
+        tuple(traced.flow_steps), tuple(traced.guard_facts), paths
+    )
     return gm
 
 
@@ -92,7 +126,7 @@ def _fetch(module: nn.Module, target: str) -> Any:
 
 def install_view(gm: torch.fx.GraphModule, view: nn.Module) -> None:
     """Point ``gm``'s modules and weights at ``view`` (after weight bending changed)."""
-    for flat, path in gm.meta["tb_paths"].items():
+    for flat, path in graph_module_record(gm).paths.items():
         current = gm._modules.get(flat)
         value = view.get_submodule(path) if current is not None else _fetch(view, path)
         _assign(gm, flat, value)

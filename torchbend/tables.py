@@ -11,6 +11,7 @@ import torch
 from tabulate import tabulate
 
 from .selection import filter_names
+from .tracing import record_of
 from .tracing.compat import target_name
 
 if TYPE_CHECKING:
@@ -94,9 +95,10 @@ def activation_infos(
     ops = {op} if isinstance(op, str) else set(op or ())
     nodes = {n.name: n for n in entry.nodes(tensors_only=False)}
     return [
-        ActivationInfo(n.name, n.op, target_name(n.target), n.meta["tb_shape"], n.meta["tb_dtype"])
+        ActivationInfo(n.name, n.op, target_name(n.target), record.shape, record.dtype)
         for name in filter_names(nodes, flt, exclude)
         for n in [nodes[name]]
+        for record in [record_of(n)]
         if not ops or n.op in ops
     ]
 

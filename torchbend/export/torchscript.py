@@ -299,7 +299,7 @@ class ExportPlan:
                 ]
                 slots[node.args[0].name] = ActivationSlot(slot.name, exported)  # type: ignore[arg-type]
         constants = {k: v.clone() for k, v in entry.result.constants.items()}
-        gm = build_graph_module(entry.graph, view, constants, slots, f"Exported_{method}")
+        gm = build_graph_module(entry.result, view, slots, f"Exported_{method}", constants)
         guards = strip_guards(gm.graph)
         if guards:
             gm.recompile()
