@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import nn
 
 import torchbend as tb
-from torchbend.rewriting import SLOTS, ActivationSlot, bent_graph, build_graph_module
+from torchbend.rewriting import ActivationSlot, build_graph_module, graph_module_record
 from torchbend.tracing import BendingTracer
 
 
@@ -22,28 +24,29 @@ class Net(nn.Module):
         return y
 
 
-def test_slots_are_inserted_on_a_copy():
-    torch.manual_seed(0)
-    net = Net()
-    result = BendingTracer().trace_method(net, "forward", {"x": torch.randn(2, 3)})
-    before = str(result.graph)
-    graph = bent_graph(result.graph, {"a": None})
-    assert str(result.graph) == before
-    slot = next(n for n in graph.nodes if n.op == "call_module" and n.target == f"{SLOTS}.a")
-    source = slot.args[0]
-    assert {u.name for u in source.users} == {slot.name}
-    assert next(iter(slot.users)).name == "sum_1"
-
-
 def test_empty_slot_is_identity_and_callbacks_run_in_order():
     torch.manual_seed(0)
     net = Net()
     x = torch.randn(2, 3)
     result = BendingTracer().trace_method(net, "forward", {"x": x})
     slot = ActivationSlot("forward:a", [tb.Bias(1.0), tb.Scale(3.0)])
-    gm = build_graph_module(result.graph, net, result.constants, {"a": slot}, "G")
+    gm = build_graph_module(result, net, {"a": slot}, "G")
     assert torch.allclose(gm(x), (net.a(x) + 1) * 3 * 2)
-    empty = build_graph_module(
-        result.graph, net, result.constants, {"a": ActivationSlot("a", [])}, "G"
-    )
+    empty = build_graph_module(result, net, {"a": ActivationSlot("a", [])}, "G")
     assert torch.equal(empty(x), net(x))
+
+
+def test_compiled_graph_modules_keep_the_flow_steps_of_their_trace():
+    torch.manual_seed(0)
+    bended = tb.BendedModule(Net())
+    x = torch.randn(2, 3)
+    traced = bended.trace(x=x)
+    bended.bend(tb.Scale(2.0), "a$")
+    gm = bended.graph_module()
+    record = graph_module_record(gm)
+    assert gm.meta["torchbend"] is record
+    assert record.flow_steps == tuple(traced.flow_steps) == tuple(bended.flow_steps())
+    assert [s.checked for s in record.flow_steps] == ["runtime"]
+    assert record.guard_facts == traced.guard_facts
+    assert record.paths == {"_tb_a": "a"}
+    assert graph_module_record(copy.deepcopy(gm)) == record

@@ -48,7 +48,7 @@ from .errors import (
     WeightsError,
 )
 from .tables import Table
-from .tracing import BendingTracer, FlowStep
+from .tracing import BendingTracer, FlowStep, TracedGraph
 
 __version__ = "0.1.0"
 
@@ -96,6 +96,7 @@ __all__ = [
     "ThresholdActivation",
     "TimeStretch",
     "TorchbendError",
+    "TracedGraph",
     "TracingError",
     "WeightsError",
     "__version__",

@@ -25,7 +25,7 @@ from .parts.methods import ConcreteBackend, MethodTable
 from .parts.view import BendedView, Restore
 from .selection import Selection, select
 from .tables import ActivationInfo, Table, activations_table, show
-from .tracing import FlowStep
+from .tracing import FlowStep, TracedGraph
 from .weights import WeightBank
 
 __all__ = ["ActivationInfo", "BendedModule", "Bending"]
@@ -53,7 +53,7 @@ class BendedModule(nn.Module):
         >>> import torch, torchbend as tb
         >>> bended = tb.BendedModule(torch.nn.Sequential(torch.nn.Conv1d(1, 4, 3)))
         >>> bended.trace(input=torch.randn(1, 1, 16)).__class__.__name__
-        'Graph'
+        'TracedGraph'
         >>> bended.bend(tb.Scale(0.), "_0$")
         ['forward:_0']
         >>> bool((bended(torch.randn(1, 1, 16)) == 0).all())
@@ -107,10 +107,11 @@ class BendedModule(nn.Module):
 
     def trace(
         self, fn: str = "forward", /, *, return_out: bool = False, **inputs: Any
-    ) -> torch.fx.Graph | tuple[torch.fx.Graph, Any]:
+    ) -> TracedGraph | tuple[TracedGraph, Any]:
         """Trace method ``fn`` on example ``inputs`` given by argument name.
 
-        Returns the traced ``torch.fx.Graph`` (its ``flow_steps`` list the decisions baked in),
+        Returns the :class:`TracedGraph` (a ``torch.fx.Graph`` whose ``flow_steps`` list the
+        decisions baked in),
         or ``(graph, outputs)`` with ``return_out=True`` (also spelled ``_return_out``, as in
         the original torchbend notebooks). Bendings already set apply to the new graph too.
         """
@@ -374,11 +375,11 @@ class BendedModule(nn.Module):
         """Table of the activations of ``fn``: name, op, shape, dtype."""
         return show(activations_table(self.activations(fn, op, flt, exclude)), out)
 
-    def graph(self, fn: str = "forward") -> torch.fx.Graph:
+    def graph(self, fn: str = "forward") -> TracedGraph:
         """The last graph traced for ``fn`` (unbent; ``graph.flow_steps`` lists decisions)."""
         return self._methods.current(fn).graph
 
-    def graphs(self, fn: str = "forward") -> list[torch.fx.Graph]:
+    def graphs(self, fn: str = "forward") -> list[TracedGraph]:
         """Every graph traced for ``fn``, one per set of decisions, newest first."""
         return self._inspector.graphs(fn)
 

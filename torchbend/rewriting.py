@@ -1,9 +1,10 @@
-"""Graph rewriting: insert activation bending slots into a copy of a traced graph."""
+"""Graph rewriting: compile a traced graph, its activation slots inserted, into a GraphModule."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -11,11 +12,18 @@ import torch.fx
 from torch import nn
 
 from .callbacks.base import BendingCallback
+from .tracing import Fact, FlowStep, TracedGraph
+from .tracing.records import META_KEY
+from .tracing.surgery import SLOTS, insert_slots, is_slot
 
-__all__ = ["SLOTS", "ActivationSlot", "build_graph_module", "install_view"]
-
-SLOTS = "_tb_slots"
-"""Name of the submodule of bended GraphModules that holds activation slots."""
+__all__ = [
+    "SLOTS",
+    "ActivationSlot",
+    "GraphModuleRecord",
+    "build_graph_module",
+    "graph_module_record",
+    "install_view",
+]
 
 
 class ActivationSlot(nn.Module):
@@ -38,53 +46,49 @@ class ActivationSlot(nn.Module):
         return repr(self.name)
 
 
-def _slot_name(node: str) -> str:
-    return re.sub(r"[^0-9a-zA-Z_]", "_", node)
+@dataclass(frozen=True)
+class GraphModuleRecord:
+    """What a bended GraphModule was compiled from, kept in ``gm.meta["torchbend"]``."""
+
+    flow_steps: tuple[FlowStep, ...]
+    """The decisions baked into the graph (those of the trace it was compiled from)."""
+    guard_facts: tuple[Fact, ...]
+    """The facts of the inputs those decisions read."""
+    paths: Mapping[str, str]
+    """The dotted path, in the module the GraphModule reads from, of each module and weight
+    attached to it under a flat name (``encoder_0_weight``: ``encoder.0.weight``)."""
 
 
-def bent_graph(graph: torch.fx.Graph, targets: Mapping[str, Any]) -> torch.fx.Graph:
-    """Copy ``graph`` and route every node named in ``targets`` through its slot."""
-    new = torch.fx.Graph()
-    new._codegen = graph._codegen  # keeps the calling convention (pytree in/out) of the trace
-    env: dict[torch.fx.Node, torch.fx.Node] = {}
-    out = new.graph_copy(graph, env)
-    new.output(out)
-    for old, node in env.items():
-        node.meta = old.meta
-    for node in list(new.nodes):
-        if node.name not in targets:
-            continue
-        users = [u for u in node.users if not u.meta.get("tb_guard")]
-        with new.inserting_after(node):
-            slot = new.call_module(f"{SLOTS}.{_slot_name(node.name)}", (node,))
-        slot.meta = dict(node.meta, tb_slot=True)
-        for user in users:
-            user.replace_input_with(node, slot)
-    new.lint()
-    return new
+def graph_module_record(gm: torch.fx.GraphModule) -> GraphModuleRecord:
+    """The record of a GraphModule made by :func:`build_graph_module`."""
+    record: GraphModuleRecord = gm.meta[META_KEY]
+    return record
 
 
 def build_graph_module(
-    graph: torch.fx.Graph,
+    traced: TracedGraph,
     view: nn.Module,
-    constants: Mapping[str, torch.Tensor],
     slots: Mapping[str, ActivationSlot],
     class_name: str,
+    constants: Mapping[str, torch.Tensor] | None = None,
 ) -> torch.fx.GraphModule:
-    """Compile ``graph`` once, its slots inserted, reading modules and weights from ``view``.
+    """Compile ``traced`` once, its slots inserted, reading modules and weights from ``view``
+    (and its constants from ``constants`` if given, else from ``traced.constants``).
 
     Modules and weights of ``view`` are attached under flat names (``encoder.0.weight`` as
-    ``encoder_0_weight``) so that the generated code reaches each in one attribute lookup
-    instead of one per level of nesting; ``gm.meta["tb_paths"]`` maps them back.
+    ``_tb_encoder_0_weight``) so that the generated code reaches each in one attribute lookup
+    instead of one per level of nesting; :func:`graph_module_record` maps them back, and
+    gives the flow steps of the trace.
     """
-    graph = bent_graph(graph, slots)
+    graph = insert_slots(traced, slots)
+    constants = traced.constants if constants is None else constants
     root: dict[str, Any] = {}
     paths: dict[str, str] = {}
     flat_of: dict[str, str] = {}
     for node in graph.nodes:
         target = str(node.target)
-        if node.op == "call_module" and target.startswith(SLOTS + "."):
-            root[target] = slots[_node_of_slot(graph, node)]
+        if is_slot(node):
+            root[target] = slots[_node_of_slot(node)]
             continue
         if node.op not in ("call_module", "get_attr"):
             continue
@@ -101,11 +105,13 @@ def build_graph_module(
             )
         node.target = flat_of[target]
     gm = torch.fx.GraphModule(root, graph, class_name=class_name)
-    gm.meta["tb_paths"] = paths
+    gm.meta[META_KEY] = GraphModuleRecord(
+        tuple(traced.flow_steps), tuple(traced.guard_facts), paths
+    )
     return gm
 
 
-def _node_of_slot(graph: torch.fx.Graph, slot: torch.fx.Node) -> str:
+def _node_of_slot(slot: torch.fx.Node) -> str:
     source = slot.args[0]
     assert isinstance(source, torch.fx.Node)
     return source.name
@@ -120,7 +126,7 @@ def _fetch(module: nn.Module, target: str) -> Any:
 
 def install_view(gm: torch.fx.GraphModule, view: nn.Module) -> None:
     """Point ``gm``'s modules and weights at ``view`` (after weight bending changed)."""
-    for flat, path in gm.meta["tb_paths"].items():
+    for flat, path in graph_module_record(gm).paths.items():
         current = gm._modules.get(flat)
         value = view.get_submodule(path) if current is not None else _fetch(view, path)
         _assign(gm, flat, value)

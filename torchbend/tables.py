@@ -12,6 +12,8 @@ import torch.fx
 from tabulate import tabulate
 
 from .selection import filter_names
+from .tracing import record_of
+from .tracing.compat import target_name
 
 if TYPE_CHECKING:
     from .weights import WeightBank
@@ -94,11 +96,10 @@ def activation_infos(
     ops = {op} if isinstance(op, str) else set(op or ())
     by_name = {n.name: n for n in nodes}
     return [
-        ActivationInfo(
-            n.name, n.op, n._pretty_print_target(n.target), n.meta["tb_shape"], n.meta["tb_dtype"]
-        )
+        ActivationInfo(n.name, n.op, target_name(n.target), record.shape, record.dtype)
         for name in filter_names(by_name, flt, exclude)
         for n in [by_name[name]]
+        for record in [record_of(n)]
         if not ops or n.op in ops
     ]
 

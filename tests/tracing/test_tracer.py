@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 import torchbend as tb
-from torchbend.tracing import BendingTracer, DecisionChanged, TraceResult, check_decision
+from torchbend.tracing import BendingTracer, DecisionChanged, TracedGraph, check_decision, is_guard
 from torchbend.tracing.objects import class_key, rebuild_object
 
 
@@ -29,25 +29,25 @@ class Function(nn.Module):
         return self.fn(x, y, n)
 
 
-def trace(fn: Any, **inputs: Any) -> TraceResult:
+def trace(fn: Any, **inputs: Any) -> TracedGraph:
     module = fn if isinstance(fn, nn.Module) else Function(fn)
     full = {"y": None, "n": 1} | inputs if not isinstance(fn, nn.Module) else inputs
     return BendingTracer().trace_method(module, "forward", full)
 
 
-def graph_module(fn: Any, result: TraceResult) -> torch.fx.GraphModule:
+def graph_module(fn: Any, result: TracedGraph) -> torch.fx.GraphModule:
     module = fn if isinstance(fn, nn.Module) else Function(fn)
     for name, tensor in result.constants.items():
         setattr(module, name, tensor)
-    return torch.fx.GraphModule(module, result.graph)
+    return torch.fx.GraphModule(module, result)
 
 
-def steps(result: TraceResult) -> list[tuple[str, Any, str]]:
+def steps(result: TracedGraph) -> list[tuple[str, Any, str]]:
     return [(s.kind, s.value, s.checked) for s in result.flow_steps]
 
 
-def targets(result: TraceResult) -> list[Any]:
-    return [n.target for n in result.graph.nodes if n.op in ("call_function", "call_method")]
+def targets(result: TracedGraph) -> list[Any]:
+    return [n.target for n in result.nodes if n.op in ("call_function", "call_method")]
 
 
 # -- flow steps and guards ------------------------------------------------------------------------
@@ -59,9 +59,9 @@ def test_shape_decision_is_guarded_by_the_signature():
 
     result = trace(fn, x=torch.zeros(3, 2))
     assert steps(result) == [("logical", True, "signature")]
-    assert ("x", "shape", 0) in result.facts
+    assert ("x", "shape", 0) in result.guard_facts
     assert result.runtime_guards == 0
-    assert not any(n.meta.get("tb_guard") for n in result.graph.nodes)
+    assert not any(is_guard(n) for n in result.nodes)
 
 
 def test_data_decision_is_checked_inside_the_graph():
@@ -96,7 +96,7 @@ def test_range_over_an_int_argument_is_a_loop_guarded_by_its_value():
 
     result = trace(fn, x=torch.ones(2), n=3)
     assert steps(result) == [("loop", 3, "signature")]
-    assert ("n", "value", None) in result.facts
+    assert ("n", "value", None) in result.guard_facts
     assert targets(result).count(operator.mul) == 3
 
 
@@ -111,7 +111,7 @@ def test_escapes_len_int_float():
         ("value", 3, "signature"),
         ("value", 1.0, "runtime"),
     ]
-    assert {("x", "shape", -1), ("x", "shape", 0)} <= set(result.facts)
+    assert {("x", "shape", -1), ("x", "shape", 0)} <= set(result.guard_facts)
 
 
 def test_iterating_a_tensor_is_a_loop_over_its_length():
@@ -120,7 +120,7 @@ def test_iterating_a_tensor_is_a_loop_over_its_length():
 
     result = trace(fn, x=torch.ones(3, 2))
     assert steps(result) == [("loop", 3, "signature")]
-    assert ("x", "shape", 0) in result.facts
+    assert ("x", "shape", 0) in result.guard_facts
     assert len(result.outputs) == 3
 
 
@@ -142,7 +142,7 @@ def test_shape_arithmetic_stays_symbolic():
 
     result = trace(fn, x=torch.ones(2, 3))
     assert result.flow_steps == []
-    assert not [fact for fact in result.facts if fact[0] == "x"]
+    assert not [fact for fact in result.guard_facts if fact[0] == "x"]
     assert torch.equal(graph_module(fn, result)(torch.ones(4, 5)), torch.full((20,), 5.0))
 
 
@@ -152,8 +152,8 @@ def test_unpacking_a_shape_is_guarded_by_the_number_of_dims():
 
     result = trace(fn, x=torch.ones(3, 4))
     assert {s.checked for s in result.flow_steps} == {"signature"}
-    assert ("x", "ndim", None) in result.facts
-    assert not [f for f in result.facts if f[1] == "shape"]  # other sizes reuse the graph
+    assert ("x", "ndim", None) in result.guard_facts
+    assert not [f for f in result.guard_facts if f[1] == "shape"]  # other sizes reuse the graph
 
 
 def test_tensors_sized_by_a_shape_are_guarded_by_that_shape():
@@ -162,7 +162,7 @@ def test_tensors_sized_by_a_shape_are_guarded_by_that_shape():
 
     result = trace(fn, x=torch.ones(2, 3))
     assert steps(result) == [("loop", 2, "signature")]
-    assert ("x", "shape", None) in result.facts
+    assert ("x", "shape", None) in result.guard_facts
 
 
 def test_none_bool_and_string_inputs_stay_concrete():
@@ -171,7 +171,7 @@ def test_none_bool_and_string_inputs_stay_concrete():
 
     result = trace(fn, x=torch.ones(2))
     assert "y" in result.concrete_inputs
-    assert ("y", "value", None) in result.facts
+    assert ("y", "value", None) in result.guard_facts
     assert steps(result) == []
 
 
@@ -281,7 +281,7 @@ def test_dtype_and_device_are_values_guarded_by_the_signature():
         return x.clamp(min=low / 2).to(torch.float64 if x.dtype == torch.float32 else x.dtype)
 
     result = trace(fn, x=torch.ones(2))
-    assert {("x", "dtype", None), ("x", "device", None)} <= set(result.facts)
+    assert {("x", "dtype", None), ("x", "device", None)} <= set(result.guard_facts)
     assert graph_module(fn, result)(torch.ones(2)).dtype == torch.float64
 
 
@@ -377,13 +377,13 @@ def test_decorated_methods_are_called_through_their_wrapper():
             return x * scale
 
     result = trace(Decorated(), x=torch.ones(2), scale=3.0)
-    assert [str(n.target) for n in result.graph.nodes if n.op == "placeholder"] == [
+    assert [str(n.target) for n in result.nodes if n.op == "placeholder"] == [
         "x",
         "scale",
         "**kwargs",
     ]
     assert set(seen[0]) == {"x", "scale"}
-    assert all(fact[0] != "kwargs" for fact in result.facts)
+    assert all(fact[0] != "kwargs" for fact in result.guard_facts)
     bended = tb.BendedModule(Decorated())
     bended.trace(x=torch.ones(2))
     assert torch.equal(bended(torch.ones(3), scale=4.0), torch.full((3,), 4.0))
@@ -395,7 +395,7 @@ def test_keyword_only_and_var_arguments():
             return x * k + len(rest) + len(options)
 
     result = trace(Signature(), x=torch.ones(1), k=3)
-    assert [str(n.target) for n in result.graph.nodes if n.op == "placeholder"] == [
+    assert [str(n.target) for n in result.nodes if n.op == "placeholder"] == [
         "x",
         "k",
         "*rest",
@@ -428,7 +428,7 @@ def test_leaves_stay_module_calls(leaf: Any):
     traced_through = BendingTracer().trace_method(WithNegate(), "forward", {"x": x})
     assert torch.neg in targets(traced_through)
     kept = BendingTracer([leaf]).trace_method(WithNegate(), "forward", {"x": x})
-    assert [n.target for n in kept.graph.nodes if n.op == "call_module"] == ["linear", "negate"]
+    assert [n.target for n in kept.nodes if n.op == "call_module"] == ["linear", "negate"]
 
 
 def test_failures_name_the_node_and_the_user_line():

@@ -11,6 +11,7 @@ import torch.fx
 
 from ..errors import ExportError
 from ..tracing.facts import describe_fact
+from ..tracing.records import record_of
 from .check import (
     MAX_BUFFER_SIZE,
     TEST_BATCHES,
@@ -154,10 +155,10 @@ def infer_params(method: str, entry: Entry) -> tuple[int, int, int, int]:
             f"method {method!r} takes {len(inputs)} inputs; nn~ gives one [batch, channels, "
             "time] tensor"
         )
-    in_shape = _shape(method, "input", inputs[0].meta.get("tb_shape"))
+    in_shape = _shape(method, "input", record_of(inputs[0]).shape)
     out = next(n for n in entry.graph.nodes if n.op == "output").args[0]
     out_shape = _shape(
-        method, "output", out.meta.get("tb_shape") if isinstance(out, torch.fx.Node) else out
+        method, "output", record_of(out).shape if isinstance(out, torch.fx.Node) else out
     )
     t_in, t_out = in_shape[2], out_shape[2]
     if t_in % t_out == 0:

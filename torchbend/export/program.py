@@ -11,6 +11,7 @@ import torch.fx
 from torch import nn
 
 from ..errors import ExportError, TorchbendError
+from ..tracing.surgery import copy_graph, strip_guards
 from ..tracing.tensordict import is_tensordict_module
 
 if TYPE_CHECKING:
@@ -22,13 +23,8 @@ __all__ = ["exportable", "onnx", "pt2"]
 def _without_guards(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """A copy of ``gm`` without the checks of data-dependent decisions: exported programs keep
     the branches taken when tracing (torch.export cannot branch on tensor values)."""
-    graph = torch.fx.Graph()
-    graph._codegen = gm.graph._codegen
-    env: dict[torch.fx.Node, torch.fx.Node] = {}
-    graph.output(graph.graph_copy(gm.graph, env))
-    for node in reversed(list(graph.nodes)):
-        if node.op == "call_function" and getattr(node.target, "__name__", "") == "check_decision":
-            graph.erase_node(node)
+    graph, _ = copy_graph(gm.graph)
+    strip_guards(graph)
     return torch.fx.GraphModule(gm, graph, class_name=type(gm).__name__)
 
 

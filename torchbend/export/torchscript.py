@@ -18,7 +18,7 @@ from ..callbacks.base import BendingCallback, Chain
 from ..controls import BendingParameter, ControlView, current
 from ..errors import ExportError
 from ..rewriting import SLOTS, ActivationSlot, build_graph_module
-from ..tracing.flow import check_decision
+from ..tracing.surgery import strip_guards
 from .check import error_summary
 
 if TYPE_CHECKING:
@@ -299,16 +299,12 @@ class ExportPlan:
                 ]
                 slots[node.args[0].name] = ActivationSlot(slot.name, exported)  # type: ignore[arg-type]
         constants = {k: v.clone() for k, v in entry.result.constants.items()}
-        gm = build_graph_module(entry.graph, view, constants, slots, f"Exported_{method}")
-        guards = [
-            n for n in gm.graph.nodes if n.op == "call_function" and n.target is check_decision
-        ]
+        gm = build_graph_module(entry.result, view, slots, f"Exported_{method}", constants)
+        guards = strip_guards(gm.graph)
         if guards:
-            for node in guards:
-                gm.graph.erase_node(node)
             gm.recompile()
             warnings.warn(
-                f"{method}: {len(guards)} decision(s) read from tensor values are not checked in "
+                f"{method}: {guards} decision(s) read from tensor values are not checked in "
                 "the exported module; it always takes the branches taken when traced",
                 stacklevel=4,
             )

@@ -8,10 +8,11 @@ from typing import Any
 import torch
 import torch.fx
 
-from ..activations import cut_from, keep_until
 from ..errors import SelectionError, TracingError, did_you_mean
 from ..rewriting import build_graph_module
 from ..selection import select
+from ..tracing import TracedGraph
+from ..tracing.surgery import cut_from, keep_until
 from .dispatch import Entry, Method
 from .methods import MethodTable
 
@@ -96,7 +97,8 @@ def _run(
         _, derived = table.derived(method, entry, graph, inputs, save_as)
         gm = derived.gm
     else:
-        gm = build_graph_module(graph, table.module, entry.result.constants, {}, "Unbent")
+        traced = TracedGraph(graph, entry.result.constants, entry.result.flow_steps, ())
+        gm = build_graph_module(traced, table.module, {}, "Unbent")
     assert gm is not None
     return gm(**{p: inputs[p] for p in placeholders})
 

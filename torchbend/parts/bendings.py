@@ -16,6 +16,7 @@ from ..config import BendingConfig, ConfigItem
 from ..errors import BendingError, SelectionError
 from ..rewriting import ActivationSlot, build_graph_module
 from ..selection import Selection, matches
+from ..tracing import record_of
 from .dispatch import Entry, Method
 
 __all__ = ["Bending", "BendingSet", "check_callback"]
@@ -163,7 +164,8 @@ class BendingSet:
         """Match ``bending``'s patterns on a graph traced before or after it."""
         for node in entry.nodes(tensors_only=True):
             if bending.applies(method.key, node.name):
-                meta = (node.meta["tb_shape"], node.meta["tb_dtype"], node.meta["tb_device"])
+                record = record_of(node)
+                meta = (record.shape, record.dtype, record.device)
                 self._register(bending, method.key, node.name, meta)
 
     def attach(self, method: Method, entry: Entry) -> None:
@@ -188,9 +190,8 @@ class BendingSet:
                     slots.setdefault(name, []).append(bending.callback)
         modules = {n: ActivationSlot(f"{method.key}:{n}", cbs) for n, cbs in slots.items()}
         entry.gm = build_graph_module(
-            entry.graph,
+            entry.result,
             self.view(),
-            entry.result.constants,
             modules,
             class_name=f"Bended{self.owner}_{method.name}",
         )

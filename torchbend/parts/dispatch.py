@@ -10,7 +10,7 @@ import torch
 import torch.fx
 
 from ..errors import TracingError, did_you_mean
-from ..tracing import TraceResult, fact_reader
+from ..tracing import TracedGraph, fact_reader, is_guard, is_tensordict, record_of
 
 __all__ = ["Entry", "Method", "Signature", "clone_inputs"]
 
@@ -62,16 +62,16 @@ class Signature:
 class Entry:
     """One traced graph of one method, and the inputs it is valid for."""
 
-    def __init__(self, result: TraceResult, training: bool, names: Sequence[str]) -> None:
+    def __init__(self, result: TracedGraph, training: bool, names: Sequence[str]) -> None:
         self.result = result
-        self.graph = result.graph
+        self.graph = result
         self.training = training
-        self.facts = result.facts
-        self.readers = tuple(fact_reader(f) for f in result.facts)
+        self.facts = result.guard_facts
+        self.readers = tuple(fact_reader(f) for f in result.guard_facts)
         self.keys: set[tuple[Any, ...]] = set()
         self.input_names = tuple(
             str(n.target)
-            for n in result.graph.nodes
+            for n in result.nodes
             if n.op == "placeholder" and not str(n.target).startswith("*")
         )
         assert set(self.input_names) <= set(names)
@@ -80,13 +80,13 @@ class Entry:
     def key(self, inputs: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(read(inputs) for read in self.readers)
 
-    def same_decisions(self, result: TraceResult, training: bool) -> bool:
+    def same_decisions(self, result: TracedGraph, training: bool) -> bool:
         return (
             training is self.training
-            and result.facts == self.facts
+            and result.guard_facts == self.facts
             and [(s.kind, s.name, s.value) for s in result.flow_steps]
             == [(s.kind, s.name, s.value) for s in self.result.flow_steps]
-            and result.graph.python_code("self").src == self.graph.python_code("self").src
+            and result.python_code("self").src == self.graph.python_code("self").src
         )
 
     def nodes(self, tensors_only: bool) -> list[torch.fx.Node]:
@@ -94,8 +94,8 @@ class Entry:
             n
             for n in self.graph.nodes
             if n.op != "output"
-            and not n.meta.get("tb_guard")
-            and (n.meta.get("tb_tensor") if tensors_only else n.meta.get("tb_shape") is not None)
+            and not is_guard(n)
+            and (record_of(n).is_tensor if tensors_only else record_of(n).shape is not None)
         ]
 
 
@@ -123,6 +123,6 @@ def clone_inputs(value: Any) -> Any:
         return type(value)(clone_inputs(v) for v in value)
     if type(value) is dict:
         return {k: clone_inputs(v) for k, v in value.items()}
-    if hasattr(value, "batch_size") and hasattr(value, "clone"):  # TensorDict
+    if is_tensordict(value):
         return value.clone()
     return value

@@ -10,8 +10,9 @@ import torch
 import torch.fx
 
 from ..errors import SelectionError, did_you_mean
-from ..rewriting import bent_graph
 from ..tables import ActivationInfo, Table, activation_infos, show, weights_table
+from ..tracing import TracedGraph
+from ..tracing.surgery import insert_slots, is_slot
 from ..weights import WeightBank
 from .methods import MethodTable
 
@@ -53,7 +54,7 @@ class Inspector:
             + did_you_mean(name, [a.name for a in infos], 3)
         )
 
-    def graphs(self, fn: str) -> list[torch.fx.Graph]:
+    def graphs(self, fn: str) -> list[TracedGraph]:
         self.table.current(fn)
         method = self.table.get(fn)
         return [] if method is None else [e.graph for e in method.entries]
@@ -66,8 +67,8 @@ class Inspector:
     def print_graph(self, fn: str, out: str | Path | None) -> str:
         entry = self.table.current(fn)
         assert entry.gm is not None
-        bent = [n.args[0].name for n in entry.gm.graph.nodes if n.meta.get("tb_slot")]
-        text = str(bent_graph(entry.graph, dict.fromkeys(bent)))
+        bent = [n.args[0].name for n in entry.gm.graph.nodes if is_slot(n)]
+        text = str(insert_slots(entry.graph, bent))
         if out is None:
             print(text)
         else:

@@ -20,7 +20,7 @@ from torch import nn
 
 from ..errors import GuardError, TracingError, did_you_mean
 from ..rewriting import install_view
-from ..tracing import BendingTracer, DecisionChanged, FlowStep, TraceResult
+from ..tracing import BendingTracer, DecisionChanged, FlowStep, TracedGraph
 from ..tracing.facts import describe_fact
 from ..tracing.tensordict import TensorDictProgram, is_tensordict_module
 from .dispatch import Entry, Method, Signature, clone_inputs
@@ -39,7 +39,7 @@ class TracingBackend(Protocol):
 
     def trace(
         self, root: nn.Module, method: str, inputs: dict[str, Any], on_value: ValueHook
-    ) -> TraceResult:
+    ) -> TracedGraph:
         """Trace ``root.<method>`` on ``inputs`` (by argument name), bending concrete values
         through ``on_value`` as they are computed."""
         ...
@@ -55,7 +55,7 @@ class ConcreteBackend:
 
     def trace(
         self, root: nn.Module, method: str, inputs: dict[str, Any], on_value: ValueHook
-    ) -> TraceResult:
+    ) -> TracedGraph:
         tracer = BendingTracer(self.leaves)
         tracer.on_value = on_value
         if method == "forward" and is_tensordict_module(root):
@@ -175,7 +175,7 @@ class MethodTable:
 
     # -- tracing ---------------------------------------------------------------------------------
 
-    def trace(self, fn: str, inputs: dict[str, Any]) -> tuple[Entry, TraceResult]:
+    def trace(self, fn: str, inputs: dict[str, Any]) -> tuple[Entry, TracedGraph]:
         """Trace ``fn`` on ``inputs`` (by name); the new graph becomes ``fn``'s current one."""
         method = self.method(fn)
         try:
@@ -208,7 +208,7 @@ class MethodTable:
 
     def _trace_entry(
         self, method: Method, inputs: dict[str, Any], keep: bool = True
-    ) -> tuple[Entry, TraceResult]:
+    ) -> tuple[Entry, TracedGraph]:
         def on_value(node: torch.fx.Node, value: Any) -> Any:
             return self.hooks.bend_value(method.name, node, value)
 
@@ -239,7 +239,7 @@ class MethodTable:
             method.current = entry
         return entry, result
 
-    def _describe_change(self, method: Method, result: TraceResult) -> str:
+    def _describe_change(self, method: Method, result: TracedGraph) -> str:
         old = method.current or method.entries[0]
         label = f"{self.owner}.{method.name}"
         for i, new_step in enumerate(result.flow_steps):
@@ -319,7 +319,7 @@ class MethodTable:
             raise TracingError(f"a method named {name!r} exists already; pick another name")
         placeholders = [str(n.target) for n in graph.nodes if n.op == "placeholder"]
         facts = tuple(f for f in entry.facts if f[0] in placeholders)
-        result = TraceResult(graph, entry.result.constants, entry.result.flow_steps, facts, ())
+        result = TracedGraph(graph, entry.result.constants, entry.result.flow_steps, facts, ())
         params = [
             inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in placeholders
         ]

@@ -1,9 +1,12 @@
 """Tracing: torch.fx symbolic tracing doubled with concrete execution."""
 
 from .facts import Fact, fact_reader, signature_of
-from .flow import DecisionChanged, FlowStep, check_decision
+from .flow import DecisionChanged, FlowStep, check_decision, is_guard
+from .objects import rebuild_object
 from .proxy import ConcreteAttribute, ConcreteProxy
-from .tracer import BendingTracer, TraceResult, rebuild_object
+from .records import NodeRecord, TracedGraph, record_of
+from .tensordict import is_tensordict
+from .tracer import BendingTracer
 
 __all__ = [
     "BendingTracer",
@@ -12,9 +15,13 @@ __all__ = [
     "DecisionChanged",
     "Fact",
     "FlowStep",
-    "TraceResult",
+    "NodeRecord",
+    "TracedGraph",
     "check_decision",
     "fact_reader",
+    "is_guard",
+    "is_tensordict",
     "rebuild_object",
+    "record_of",
     "signature_of",
 ]

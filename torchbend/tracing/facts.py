@@ -7,7 +7,9 @@ from typing import Any
 
 import torch
 
-__all__ = ["Fact", "fact_reader", "signature_of"]
+from .tensordict import is_tensordict
+
+__all__ = ["Fact", "describe_fact", "fact_reader", "signature_of"]
 
 Fact = tuple[str, str, int | None]
 """``(input name, what, index)``: ``what`` is ``shape`` (``index`` a dim, or ``None`` for the
@@ -19,14 +21,16 @@ _MISSING = object()
 
 def signature_of(value: Any) -> Any:
     """A hashable summary of ``value``: shapes and dtypes of tensors, scalars by value."""
+    if value is None or isinstance(value, (bool, int, float, str)):  # the common case, first
+        return value
     if isinstance(value, torch.Tensor):
         return ("T", tuple(value.shape), value.dtype)
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, tuple(signature_of(v) for v in value))
+    if is_tensordict(value):  # TensorDicts are Mappings too, whose batch size matters as well
+        return ("TD", tuple(value.batch_size), signature_of(dict(value.items())))
     if isinstance(value, Mapping):
         return ("M", tuple((k, signature_of(v)) for k, v in value.items()))
-    if hasattr(value, "batch_size") and hasattr(value, "items"):  # TensorDict
-        return ("TD", tuple(value.batch_size), signature_of(dict(value.items())))
     try:
         hash(value)
     except TypeError:
@@ -53,9 +57,7 @@ def fact_reader(fact: Fact) -> Callable[[Mapping[str, Any]], Any]:
         return lambda inputs: inputs[name].ndim
     if what == "device":
         return lambda inputs: inputs[name].device
-    if what == "value":
-        return lambda inputs: signature_of(inputs[name])
-    if what == "sig":
+    if what in ("value", "sig"):
         return lambda inputs: signature_of(inputs[name])
     raise AssertionError(f"unknown fact {fact}")
 

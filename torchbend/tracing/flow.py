@@ -6,9 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from torch.fx.node import has_side_effect
+import torch.fx
 
-__all__ = ["READERS", "DecisionChanged", "FlowStep", "check_decision"]
+from .compat import has_side_effect
+
+__all__ = ["READERS", "DecisionChanged", "FlowStep", "check_decision", "is_guard"]
 
 
 @dataclass(frozen=True)
@@ -60,3 +62,9 @@ def check_decision(value: Any, how: str, expected: Any, step: int) -> None:
     got = READERS[how](value)
     if got != expected:
         raise DecisionChanged(step, expected, got)
+
+
+def is_guard(node: torch.fx.Node) -> bool:
+    """Whether ``node`` is a :func:`check_decision`: it runs for its effect, returns nothing,
+    and is no activation."""
+    return node.op == "call_function" and node.target is check_decision

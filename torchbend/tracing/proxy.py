@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, cast
 
 import torch.fx
 
-if TYPE_CHECKING:
-    from .tracer import BendingTracer
-
-__all__ = ["ConcreteAttribute", "ConcreteProxy"]
+__all__ = ["ConcreteAttribute", "ConcreteProxy", "ConcreteTracer"]
 
 # Attributes handed to Python as values, like a shape read by ``int``: code passes them to
 # functions that take no proxy (``torch.finfo(x.dtype)``, ``torch.iinfo``, ``device.type``).
@@ -19,18 +16,33 @@ _CONCRETE_ATTRIBUTES = frozenset(
 )
 
 
+class ConcreteTracer(Protocol):
+    """What a :class:`ConcreteProxy` asks of its tracer, besides torch.fx's own hooks
+    (``create_proxy``, ``to_bool``, ``iter``): torch.fx has no hook for ``len``, ``int``,
+    ``float`` or attributes read as values, since it refuses them."""
+
+    def value_of(self, proxy: torch.fx.Proxy) -> Any:
+        """The concrete value of ``proxy`` on the example inputs."""
+
+    def escape(self, proxy: torch.fx.Proxy, how: str) -> Any:
+        """Hand the value of ``proxy`` to Python as ``how`` (``len``, ``int``, ``float``),
+        recording and guarding that decision."""
+
+    def read_attribute(self, proxy: torch.fx.Proxy, attr: str) -> tuple[bool, Any]:
+        """``(True, proxy.<attr>)`` read as a value guarded by the inputs' signature, or
+        ``(False, None)`` when the concrete value has no such attribute."""
+
+
 class ConcreteProxy(torch.fx.Proxy):
-    """A :class:`torch.fx.Proxy` whose node also holds the value computed on example inputs.
+    """A :class:`torch.fx.Proxy` whose node also has a value computed on example inputs.
 
     Where plain torch.fx must refuse (``len``, ``range``, ``int``, ``if``), this proxy hands the
     concrete value back to Python and asks its tracer to record the decision and guard it.
     """
 
-    tracer: BendingTracer
-
     def __getattr__(self, k: str) -> Any:
         if k in _CONCRETE_ATTRIBUTES:
-            found, value = self.tracer.read_attribute(self, k)
+            found, value = _concrete(self).read_attribute(self, k)
             if found:
                 return value
         return ConcreteAttribute(self, k)
@@ -40,23 +52,29 @@ class ConcreteProxy(torch.fx.Proxy):
         self.tracer.create_proxy("call_function", operator.setitem, (self, key, value), {})
 
     def __len__(self) -> int:
-        return self.tracer.escape(self, "len")
+        return _concrete(self).escape(self, "len")
 
     def __index__(self) -> int:
-        return self.tracer.escape(self, "int")
+        return _concrete(self).escape(self, "int")
 
     def __int__(self) -> int:
-        return self.tracer.escape(self, "int")
+        return _concrete(self).escape(self, "int")
 
     def __float__(self) -> float:
-        return self.tracer.escape(self, "float")
+        return _concrete(self).escape(self, "float")
 
     def __bool__(self) -> bool:
         return self.tracer.to_bool(self)
 
     def __format__(self, spec: str) -> str:
         # f-strings in user code (error messages, mostly) show the value on the example inputs.
-        return format(self.tracer.value_of(self), spec)
+        return format(_concrete(self).value_of(self), spec)
+
+
+def _concrete(proxy: torch.fx.Proxy) -> ConcreteTracer:
+    """The tracer of ``proxy``, as what proxies ask of it (it made the proxy: see
+    ``BendingTracer.proxy``)."""
+    return cast(ConcreteTracer, proxy.tracer)
 
 
 class ConcreteAttribute(torch.fx.proxy.Attribute, ConcreteProxy):

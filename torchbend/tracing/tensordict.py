@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from torch import nn
 
-__all__ = ["TensorDictProgram", "is_tensordict_module"]
+__all__ = ["TensorDictProgram", "is_tensordict", "is_tensordict_module"]
+
+
+def is_tensordict(value: Any) -> bool:
+    """Whether ``value`` is a TensorDict or a tensorclass instance (what tensordict calls a
+    tensor collection). Without tensordict imported, nothing is one: it is not imported here
+    (an optional dependency, slow to import)."""
+    tensordict = sys.modules.get("tensordict")
+    return tensordict is not None and bool(tensordict.is_tensor_collection(value))
 
 
 def is_tensordict_module(module: nn.Module) -> bool:

@@ -6,11 +6,8 @@ import dataclasses
 import inspect
 import linecache
 import math
-import operator
 import os
-import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -19,52 +16,24 @@ from torch.fx.node import Argument, Node
 from torch.overrides import TorchFunctionMode
 
 from ..errors import TracingError
+from .compat import RootCallTracer, recorded_node, target_name
 from .facts import Fact
-from .flow import READERS, FlowStep, check_decision
+from .flow import READERS, FlowStep, check_decision, is_guard
 from .objects import class_key, rebuild_object
-from .operations import (
-    DATA_SHAPED_FUNCTIONS,
-    DATA_SHAPED_METHODS,
-    FACTORIES,
-    PURE_FUNCTIONS,
-    RANDOM_FACTORIES,
-    RANDOM_METHODS,
-    SHAPE_ATTRIBUTES,
-    SHAPE_METHODS,
-)
+from .operations import FACTORIES, PURE_FUNCTIONS, SHAPE_ATTRIBUTES, SHAPE_METHODS
+from .placeholders import root_call
+from .propagation import input_record, record_call
 from .proxy import ConcreteAttribute, ConcreteProxy
+from .records import NodeRecord, TracedGraph, describe, record_of, set_record
 from .state import restore_state
-from .values import has_proxy, holds_tensor, is_proxied_input, leaves, map_values
+from .values import has_proxy, is_proxied_input, map_values
 
-__all__ = ["BendingTracer", "TraceResult", "class_key", "rebuild_object"]
+__all__ = ["BendingTracer"]
 
 _SKIPPED_FILES = (
     os.path.dirname(torch.__file__) + os.sep,
     os.path.dirname(os.path.dirname(__file__)) + os.sep,
 )
-
-
-def _annotations(fn: Callable[..., Any]) -> dict[str, Any]:
-    """Argument annotations as types: written as strings (``from __future__ import
-    annotations``) they would reach generated code as names it cannot resolve."""
-    try:
-        return typing.get_type_hints(fn)
-    except Exception:  # an annotation naming something not importable here: keep none
-        return {}
-
-
-@dataclass
-class TraceResult:
-    """What one trace produced: the graph, its constants, its guards and its outputs."""
-
-    graph: torch.fx.Graph
-    constants: dict[str, torch.Tensor]
-    flow_steps: list[FlowStep]
-    facts: tuple[Fact, ...]
-    concrete_inputs: tuple[str, ...]
-    outputs: Any = None
-    runtime_guards: int = 0
-    notes: list[str] = field(default_factory=list)
 
 
 class _RecordFactories(TorchFunctionMode):
@@ -87,13 +56,14 @@ class _RecordFactories(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-class BendingTracer(torch.fx.Tracer):
+class BendingTracer(RootCallTracer):
     """A :class:`torch.fx.Tracer` that also runs the module on example inputs.
 
-    Each node's concrete value is kept in ``node.meta["tb_value"]`` while tracing, so that
-    shapes, lengths and booleans can be handed back to Python. Every such decision is recorded
-    as a :class:`FlowStep` and guarded: by a fact of the input signature when it only depends
-    on shapes or scalar arguments, or by a check inserted in the graph when it depends on data.
+    Each node's concrete value is kept while tracing, so that shapes, lengths and booleans can
+    be handed back to Python. Every such decision is recorded as a :class:`FlowStep` and
+    guarded: by a fact of the input signature when it only depends on shapes or scalar
+    arguments, or by a check inserted in the graph when it depends on data. What tracing found
+    out about each node is in its :class:`NodeRecord` (``record_of(node)``).
 
     Args:
         leaves: module types, or qualified module names, kept as ``call_module`` leaves in
@@ -112,6 +82,7 @@ class BendingTracer(torch.fx.Tracer):
         self.leaf_names = frozenset(x for x in leaves if isinstance(x, str))
         self.executing = 0
         self._inputs: dict[str, Any] = {}
+        self._values: dict[Node, Any] = {}
         self._steps: list[FlowStep] = []
         self._facts: set[Fact] = set()
         self._constants: dict[str, torch.Tensor] = {}
@@ -122,20 +93,23 @@ class BendingTracer(torch.fx.Tracer):
 
     def trace_method(
         self, root: torch.nn.Module, method: str, inputs: dict[str, Any]
-    ) -> TraceResult:
+    ) -> TracedGraph:
         """Trace ``root.<method>`` on ``inputs`` (a mapping of argument name to value)."""
         self.traced_func_name = method
-        self._inputs = inputs
+        self._inputs, self._values = inputs, {}
         self._steps, self._facts, self._constants = [], set(), {}
         self._concrete_inputs, self._runtime_guards = [], 0
-        with restore_state(root), _RecordFactories(self):
-            graph = self.trace(root)
-        outputs = self._finalize(graph)
-        return TraceResult(
-            graph=graph,
+        try:
+            with restore_state(root), _RecordFactories(self):
+                graph = self.trace(root)
+            outputs = self._finalize(graph)
+        finally:
+            self._values = {}  # graphs keep no example values
+        return TracedGraph(
+            graph,
             constants=self._constants,
             flow_steps=list(self._steps),
-            facts=tuple(sorted(self._facts, key=repr)),
+            guard_facts=tuple(sorted(self._facts, key=repr)),
             concrete_inputs=tuple(self._concrete_inputs),
             outputs=outputs,
             runtime_guards=self._runtime_guards,
@@ -143,62 +117,10 @@ class BendingTracer(torch.fx.Tracer):
 
     # -- torch.fx hooks ----------------------------------------------------------------------
 
-    def create_args_for_root(
-        self,
-        root_fn: Callable[..., Any],
-        is_module: bool,
-        concrete_args: dict[str, Any] | tuple[Any, ...] | None = None,
-    ) -> tuple[Any, list[Any]]:
-        # torch.fx rewrites the code of a method taking ``*args``/``**kwargs`` to take them
-        # positionally, which scrambles the locals of a decorated method's ``(*args, **kwargs)``
-        # wrapper (``functools.wraps``, as transformers does), and flattens container inputs
-        # into a pytree signature. Every input has a concrete value here, so make one placeholder
-        # per parameter (in torch.fx's order) and call the method as a user would.
-        if concrete_args is not None:
-            return super().create_args_for_root(root_fn, is_module, concrete_args)
-        inner = inspect.unwrap(root_fn)
-        params = list(inspect.signature(inner).parameters.values())[1 if is_module else 0 :]
-        order: dict[Any, int] = {
-            inspect.Parameter.VAR_POSITIONAL: 2,
-            inspect.Parameter.VAR_KEYWORD: 3,
-            inspect.Parameter.KEYWORD_ONLY: 1,
-        }
-        params.sort(key=lambda p: order.get(p.kind, 0))
-        annotations = _annotations(inner)
-        values = []
-        for p in params:
-            stars: dict[Any, str] = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}
-            star = stars.get(p.kind, "")
-            default = () if p.default is p.empty or star else (p.default,)
-            values.append(
-                self.create_proxy(
-                    "placeholder", star + p.name, default, {}, type_expr=annotations.get(p.name)
-                )
-            )
-
-        # Wrappers often read their arguments by name: pass them so, unless ``*args`` is used.
-        by_name = inner is not root_fn
-
-        def call(*args: Any) -> Any:
-            head, rest = args[: len(args) - len(params)], args[len(args) - len(params) :]
-            varargs = any(p.kind is p.VAR_POSITIONAL and v for p, v in zip(params, rest))
-            positional: list[Any] = []
-            named: dict[str, Any] = {}
-            for p, value in zip(params, rest):
-                if p.kind is p.VAR_POSITIONAL:
-                    positional.extend(value)
-                elif p.kind is p.VAR_KEYWORD:
-                    named.update(value)
-                elif p.kind is p.POSITIONAL_ONLY or (
-                    p.kind is p.POSITIONAL_OR_KEYWORD and (varargs or not by_name)
-                ):
-                    positional.append(value)
-                else:
-                    named[p.name] = value
-            return root_fn(*head, *positional, **named)
-
-        call.__wrapped__ = root_fn  # type: ignore[attr-defined]
-        return call, [*([self.root] if is_module else []), *values]
+    def root_call(
+        self, root_fn: Callable[..., Any], is_module: bool
+    ) -> tuple[Callable[..., Any], list[Any]]:
+        return root_call(self, root_fn, is_module)
 
     def proxy(self, node: Node) -> torch.fx.Proxy:
         return ConcreteProxy(node, self)
@@ -220,11 +142,6 @@ class BendingTracer(torch.fx.Tracer):
         if self.executing or not has_proxy((args, kwargs)):
             return forward(*args, **kwargs)
         return super().call_module(m, forward, args, kwargs)
-
-    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
-        if self.executing:
-            return attr_val
-        return super().getattr(attr, attr_val, parameter_proxy_cache)
 
     def create_arg(self, a: Any) -> Argument:
         if isinstance(a, torch.fx.Proxy):
@@ -261,7 +178,12 @@ class BendingTracer(torch.fx.Tracer):
         value = self._execute(node, kind, target, args, kwargs)
         if self.on_value is not None:
             value = self._concrete_hook(node, value)
-        self._annotate(node, kind, target, args, value)
+        self._values[node] = value
+        if kind == "get_attr":
+            static = str(target) in self._constants
+            set_record(node, NodeRecord(static=static, shape_deps=frozenset()))
+        else:
+            record_call(node, kind, target, args, value, self._values.get)
         return proxy
 
     def _concrete_hook(self, node: Node, value: Any) -> Any:
@@ -288,7 +210,7 @@ class BendingTracer(torch.fx.Tracer):
     def keys(self, obj: torch.fx.Proxy) -> Any:
         return self._decide_keys(obj)
 
-    # -- concrete values ---------------------------------------------------------------------
+    # -- concrete values (what ConcreteProxy asks for) ---------------------------------------
 
     def read_attribute(self, proxy: torch.fx.Proxy, attr: str) -> tuple[bool, Any]:
         """Read ``proxy.<attr>`` (a dtype, a device) as a value fixed by the input signature.
@@ -307,9 +229,18 @@ class BendingTracer(torch.fx.Tracer):
 
     def value_of(self, proxy: torch.fx.Proxy) -> Any:
         """The concrete value of ``proxy`` on the example inputs."""
-        if isinstance(proxy, ConcreteAttribute) and proxy._node is None:
-            return getattr(self.value_of(proxy.root), proxy.attr)
-        return proxy.node.meta["tb_value"]
+        if isinstance(proxy, ConcreteAttribute):
+            node = recorded_node(proxy)
+            if node is None:  # not recorded yet: read it without recording it
+                return getattr(self.value_of(proxy.root), proxy.attr)
+            return self._values[node]
+        return self._values[proxy.node]
+
+    def escape(self, proxy: torch.fx.Proxy, how: str) -> Any:
+        """Hand the concrete value of ``proxy`` to Python as ``how`` (len, int, float)."""
+        line = self._user_location()[2]
+        kind = "loop" if "range(" in line else "value"
+        return self._decide(proxy, how, kind)
 
     def _concrete(self, value: Any) -> Any:
         return map_values(value, lambda v: self.value_of(v) if isinstance(v, torch.fx.Proxy) else v)
@@ -329,31 +260,15 @@ class BendingTracer(torch.fx.Tracer):
             )
         if self.on_value is not None and isinstance(value, torch.Tensor):
             value = self._concrete_hook(node, value)
-        node.meta["tb_value"] = value
+        self._values[node] = value
         if not is_proxied_input(value):
             # ``*args``/``**kwargs`` left empty are no input of the call: nothing to guard.
             deps = frozenset({(name, "value", None)}) if name in self._inputs else frozenset()
             self._concrete_inputs.append(name)
             self._facts.update(deps)
-            node.meta.update(tb_static=True, tb_deps=deps, tb_shape_deps=frozenset())
+            set_record(node, NodeRecord(static=True, deps=deps, shape_deps=frozenset()))
             return value
-        if isinstance(value, torch.Tensor):
-            node.meta.update(
-                tb_static=False,
-                tb_deps=frozenset(),
-                tb_shape_deps=frozenset({(name, "shape", None)}),
-                tb_input=name,
-            )
-        elif isinstance(value, (int, float)):
-            node.meta.update(
-                tb_static=True,
-                tb_deps=frozenset({(name, "value", None)}),
-                tb_shape_deps=frozenset(),
-            )
-        else:
-            node.meta.update(
-                tb_static=False, tb_deps=frozenset(), tb_shape_deps=frozenset({(name, "sig", None)})
-            )
+        set_record(node, input_record(name, value))
         return proxy
 
     def _execute(self, node: Node, kind: str, target: Any, args: Any, kwargs: Any) -> Any:
@@ -378,122 +293,26 @@ class BendingTracer(torch.fx.Tracer):
             where = self._user_location()
             raise TracingError(
                 f"while tracing {type(self.root).__name__}.{self.traced_func_name}, node "
-                f"'{node.name}' ({node.op} {node._pretty_print_target(target)}) at "
+                f"'{node.name}' ({node.op} {target_name(target)}) at "
                 f"{where[0]} failed: {type(e).__name__}: {e}"
             ) from e
         finally:
             self.executing -= 1
 
-    def _annotate(self, node: Node, kind: str, target: Any, args: Any, value: Any) -> None:
-        """Record in ``node.meta`` whether the value is fixed by the input signature."""
-        node.meta["tb_value"] = value
-        proxies = [a for a in leaves((args,)) if isinstance(a, torch.fx.Proxy)]
-        metas = [p.node.meta for p in proxies]
-        if kind == "get_attr":
-            static = str(target) in self._constants
-            node.meta.update(tb_static=static, tb_deps=frozenset(), tb_shape_deps=frozenset())
-            return
-        first = metas[0] if metas else {}
-        shape_kind = None
-        if kind == "call_function" and target is getattr and len(args) > 1:
-            shape_kind = SHAPE_ATTRIBUTES.get(args[1])
-        elif kind == "call_method":
-            shape_kind = SHAPE_METHODS.get(target)
-        if shape_kind is not None and first.get("tb_shape_deps") is not None:
-            deps = first["tb_shape_deps"]
-            if "tb_input" in first:
-                index = None
-                if target == "size" and len(args) > 1 and isinstance(args[1], int):
-                    index = args[1]
-                deps = frozenset({(first["tb_input"], shape_kind, index)})
-            # The length of a shape (what ``len`` and unpacking read) is the number of dims.
-            length_deps = frozenset(
-                (name, "ndim", None) if what == "shape" else (name, what, index)
-                for name, what, index in (
-                    {(first["tb_input"], "shape", None)}
-                    if "tb_input" in first
-                    else first["tb_shape_deps"]
-                )
-            )
-            node.meta.update(tb_static=True, tb_deps=deps, tb_shape_deps=length_deps)
-            if shape_kind == "shape" and isinstance(value, torch.Size) and "tb_input" in first:
-                node.meta["tb_shape_of"] = first["tb_input"]
-            return
-        if (
-            kind == "call_function"
-            and target is operator.getitem
-            and "tb_shape_of" in first
-            and isinstance(args[1], int)
-        ):
-            deps = frozenset({(first["tb_shape_of"], "shape", args[1])})
-            node.meta.update(tb_static=True, tb_deps=deps, tb_shape_deps=frozenset())
-            return
-        random = (kind == "call_function" and target in RANDOM_FACTORIES) or (
-            kind == "call_method" and target in RANDOM_METHODS
-        )
-        static = not random and all(m.get("tb_static", False) for m in metas)
-        deps = frozenset().union(*(m.get("tb_deps", frozenset()) for m in metas))
-        shape_deps: frozenset[Fact] | None = frozenset()
-        makes_tensors = holds_tensor(value)
-        for p, m in zip(proxies, metas):
-            v = m.get("tb_value")
-            if holds_tensor(v):
-                own = m.get("tb_shape_deps")
-            elif not m.get("tb_static"):
-                own = None
-            elif isinstance(v, (tuple, list)) and not makes_tensors:
-                own = m.get("tb_shape_deps")  # a sequence's length shapes sequences made of it
-            else:
-                own = m.get("tb_deps")  # sizes and numbers shape tensors by their values
-            if own is None or shape_deps is None:
-                shape_deps = None
-            else:
-                shape_deps = shape_deps | own
-            if (
-                kind == "call_function"
-                and target is operator.getitem
-                and p is not proxies[0]
-                and isinstance(v, torch.Tensor)
-                and v.dtype == torch.bool
-            ):
-                shape_deps = None
-        if (kind == "call_function" and target in DATA_SHAPED_FUNCTIONS) or (
-            kind == "call_method" and target in DATA_SHAPED_METHODS
-        ):
-            shape_deps = None
-        node.meta.update(
-            tb_static=static, tb_deps=deps if static else frozenset(), tb_shape_deps=shape_deps
-        )
-        in_place = (kind == "call_function" and target is operator.setitem) or (
-            kind == "call_method" and target.endswith("_") and not target.startswith("_")
-        )
-        if in_place and isinstance(args[0], torch.fx.Proxy):
-            # The mutated tensor now holds what was written into it: a value fixed by the
-            # signature before may depend on data (or on random draws) now.
-            target_meta = args[0].node.meta
-            target_meta["tb_static"] = static and target_meta.get("tb_static", False)
-            target_meta["tb_deps"] = deps if target_meta["tb_static"] else frozenset()
-
     # -- decisions ---------------------------------------------------------------------------
-
-    def escape(self, proxy: torch.fx.Proxy, how: str) -> Any:
-        """Hand the concrete value of ``proxy`` to Python as ``how`` (len, int, float)."""
-        line = self._user_location()[2]
-        kind = "loop" if "range(" in line else "value"
-        return self._decide(proxy, how, kind)
 
     def _decide(self, proxy: torch.fx.Proxy, how: str, kind: str) -> Any:
         node = proxy.node
-        value = node.meta["tb_value"]
-        got = READERS[how](value)
+        got = READERS[how](self._values[node])
+        record = record_of(node)
+        deps: frozenset[Fact] | None
         if how == "len":
-            deps = node.meta.get("tb_shape_deps")
-            if "tb_input" in node.meta:
-                deps = frozenset({(node.meta["tb_input"], "shape", 0)})
+            deps = record.shape_deps
+            if record.input is not None:
+                deps = frozenset({(record.input, "shape", 0)})
             static = deps is not None
         else:
-            static = node.meta.get("tb_static", False)
-            deps = node.meta.get("tb_deps", frozenset())
+            static, deps = record.static, record.deps
         file, function, _ = self._user_location()
         index = len(self._steps)
         if static:
@@ -502,13 +321,7 @@ class BendingTracer(torch.fx.Tracer):
         else:
             checked = "runtime"
             guard = self.create_node("call_function", check_decision, (node, how, got, index), {})
-            guard.meta.update(
-                tb_value=None,
-                tb_static=True,
-                tb_deps=frozenset(),
-                tb_shape_deps=frozenset(),
-                tb_guard=True,
-            )
+            set_record(guard, NodeRecord(static=True, shape_deps=frozenset()))
             self._runtime_guards += 1
         self._steps.append(FlowStep(kind, node.name, got, file, function, checked))
         return got
@@ -533,9 +346,8 @@ class BendingTracer(torch.fx.Tracer):
         name = f"_tb_constant{len(self._constants)}"
         self._constants[name] = tensor
         node = self.create_node("get_attr", name, (), {})
-        node.meta.update(
-            tb_value=tensor, tb_static=True, tb_deps=frozenset(), tb_shape_deps=frozenset()
-        )
+        self._values[node] = tensor
+        set_record(node, NodeRecord(static=True, shape_deps=frozenset()))
         return node
 
     def _rebuild(self, obj: Any, items: dict[Any, Any] | None) -> Argument:
@@ -551,13 +363,17 @@ class BendingTracer(torch.fx.Tracer):
     # -- after tracing -------------------------------------------------------------------------
 
     def _finalize(self, graph: torch.fx.Graph) -> Any:
+        """Drop the unused static nodes of pure reads, describe each node's value in its
+        record, and return the outputs' values."""
         output = next(n for n in reversed(graph.nodes) if n.op == "output")
-        outputs = _output_value(output.args[0])
+        outputs = map_values(
+            output.args[0], lambda a: self._values.get(a) if isinstance(a, Node) else a
+        )
         for node in reversed(list(graph.nodes)):
             if (
                 not node.users
-                and node.meta.get("tb_static")
-                and not node.meta.get("tb_guard")
+                and record_of(node).static
+                and not is_guard(node)
                 and (
                     (node.op == "call_function" and node.target in PURE_FUNCTIONS)
                     or (node.op == "call_method" and node.target in SHAPE_METHODS)
@@ -565,45 +381,6 @@ class BendingTracer(torch.fx.Tracer):
             ):
                 graph.erase_node(node)
         for node in graph.nodes:
-            value = node.meta.pop("tb_value", None)
-            node.meta["tb_shape"] = describe_shape(value)
-            node.meta["tb_dtype"] = describe_dtype(value)
-            node.meta["tb_tensor"] = isinstance(value, torch.Tensor)
-            node.meta["tb_device"] = value.device if isinstance(value, torch.Tensor) else None
-            node.meta["tb_type"] = type(value).__name__
-        graph.flow_steps = list(self._steps)  # type: ignore[attr-defined]
-        graph.guard_facts = tuple(sorted(self._facts, key=repr))  # type: ignore[attr-defined]
+            set_record(node, describe(record_of(node), self._values.get(node)))
         graph.lint()
         return outputs
-
-
-def _output_value(arg: Any) -> Any:
-    """The concrete value of an output argument, in the plain containers the graph returns
-    (torch.fx stores node arguments in immutable lists and dicts)."""
-    if isinstance(arg, Node):
-        return arg.meta.get("tb_value")
-    if isinstance(arg, tuple):
-        values = [_output_value(a) for a in arg]
-        return type(arg)(*values) if hasattr(arg, "_fields") else tuple(values)
-    if isinstance(arg, list):
-        return [_output_value(a) for a in arg]
-    if isinstance(arg, dict):
-        return {k: _output_value(v) for k, v in arg.items()}
-    return arg
-
-
-def describe_shape(value: Any) -> Any:
-    """The shape of a tensor, or the nested shapes of a tuple of tensors."""
-    if isinstance(value, torch.Tensor):
-        return value.shape
-    if isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in leaves(value)):
-        return tuple(describe_shape(v) for v in value)
-    return None
-
-
-def describe_dtype(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.dtype
-    if isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in leaves(value)):
-        return tuple(describe_dtype(v) for v in value)
-    return None

@@ -1,4 +1,4 @@
-"""Nested values while tracing: mapping over containers, finding proxies and tensors."""
+"""Nested values while tracing: one walker over containers, finding proxies and tensors."""
 
 from __future__ import annotations
 
@@ -7,18 +7,28 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch.fx.immutable_collections import immutable_dict
+
+from .tensordict import is_tensordict
 
 __all__ = ["has_proxy", "holds_tensor", "is_proxied_input", "leaves", "map_values"]
 
 
 def map_values(value: Any, fn: Callable[[Any], Any]) -> Any:
-    """Apply ``fn`` to the leaves of nested built-in containers."""
+    """Apply ``fn`` to the leaves of nested tuples (named ones keep their type), lists, plain
+    dicts and slices, rebuilding the containers around the results.
+
+    Unlike ``torch.fx.node.map_aggregate``, lists and dicts come back as plain ones (user code
+    may append to them) and dict subclasses are leaves (their class may not take a rebuild:
+    the tracer rebuilds them in graphs itself). torch.fx's immutable dicts, as node arguments
+    hold them, are walked like plain dicts.
+    """
     if isinstance(value, tuple):
         mapped = tuple(map_values(v, fn) for v in value)
         return type(value)(*mapped) if hasattr(value, "_fields") else mapped
     if isinstance(value, list):
         return [map_values(v, fn) for v in value]
-    if type(value) is dict:
+    if type(value) is dict or type(value) is immutable_dict:
         return {k: map_values(v, fn) for k, v in value.items()}
     if isinstance(value, slice):
         return slice(
@@ -28,27 +38,19 @@ def map_values(value: Any, fn: Callable[[Any], Any]) -> Any:
 
 
 def leaves(value: Any) -> Iterator[Any]:
-    if isinstance(value, (tuple, list)):
-        for v in value:
-            yield from leaves(v)
-    elif type(value) is dict:
-        for v in value.values():
-            yield from leaves(v)
-    elif isinstance(value, slice):
-        yield from leaves((value.start, value.stop, value.step))
-    else:
-        yield value
+    """The leaves :func:`map_values` would apply a function to, in order."""
+    found: list[Any] = []
+    map_values(value, found.append)
+    return iter(found)
 
 
 def holds_tensor(value: Any) -> bool:
-    if isinstance(value, torch.Tensor):
-        return True
-    return isinstance(value, (tuple, list, dict)) and any(
-        isinstance(v, torch.Tensor) for v in leaves(value)
-    )
+    """Whether ``value`` is a tensor or a container holding one."""
+    return any(isinstance(v, torch.Tensor) for v in leaves(value))
 
 
 def has_proxy(value: Any) -> bool:
+    """Whether ``value`` is a proxy or a container holding one."""
     return any(isinstance(v, torch.fx.Proxy) for v in leaves(value))
 
 
@@ -56,8 +58,6 @@ def is_proxied_input(value: Any) -> bool:
     """Inputs that become proxies; the others (None, bools, strings...) stay concrete."""
     if isinstance(value, bool) or value is None:
         return False
-    if isinstance(value, (torch.Tensor, int, float)):
+    if isinstance(value, (torch.Tensor, int, float)) or is_tensordict(value):
         return True
-    if hasattr(value, "batch_size") and hasattr(value, "items"):  # TensorDict
-        return True
-    return any(isinstance(v, torch.Tensor) for v in leaves(value))
+    return holds_tensor(value)

@@ -1,0 +1,115 @@
+"""The torch.fx names ``torchbend/tracing/compat.py`` relies on, each checked by name: a torch
+upgrade that changes one fails here rather than somewhere inside a trace."""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from typing import Any
+
+import torch
+import torch.fx
+from torch import nn
+
+from torchbend.tracing import check_decision
+from torchbend.tracing.compat import (
+    CHECKED_ON,
+    RootCallTracer,
+    copy_codegen,
+    recorded_node,
+    target_name,
+)
+
+
+def test_the_module_says_which_torch_it_was_checked_on():
+    assert CHECKED_ON and all(v.count(".") == 2 for v in CHECKED_ON)
+
+
+def test_not_backward_compatible_tracer_hooks_keep_their_signatures():
+    root = inspect.signature(torch.fx.Tracer.create_args_for_root).parameters
+    assert list(root) == ["self", "root_fn", "is_module", "concrete_args"]
+    getattr_ = inspect.signature(torch.fx.Tracer.getattr).parameters
+    assert list(getattr_) == ["self", "attr", "attr_val", "parameter_proxy_cache"]
+
+
+class _Probe(RootCallTracer):
+    """Records the calls torch.fx makes to the hooks :class:`RootCallTracer` overrides."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[Any] = []
+
+    def root_call(self, root_fn: Any, is_module: bool) -> tuple[Any, list[Any]]:
+        self.calls.append(("root_call", is_module))
+        x = self.create_proxy("placeholder", "x", (), {})
+        return root_fn, [self.root, x]
+
+    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
+        self.calls.append(("getattr", attr))
+        return super().getattr(attr, attr_val, parameter_proxy_cache)
+
+
+def test_trace_calls_the_hooks_the_compat_tracer_overrides():
+    class Scale(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(2))
+
+        def forward(self, x):
+            return x * self.weight
+
+    probe = _Probe()
+    graph = probe.trace(Scale())
+    assert probe.calls[0] == ("root_call", True)
+    assert ("getattr", "weight") in probe.calls
+    assert [n.op for n in graph.nodes] == ["placeholder", "get_attr", "call_function", "output"]
+
+
+def test_module_attributes_are_values_while_executing():
+    probe = _Probe()
+    probe.root = nn.Linear(2, 2)
+    probe.graph = torch.fx.Graph()
+    weight = probe.root.weight
+    assert isinstance(probe.getattr("weight", weight, {}), torch.fx.Proxy)
+    probe.executing = 1
+    assert probe.getattr("weight", weight, {}) is weight
+
+
+def test_copies_keep_the_calling_convention():
+    def first(inputs):
+        return inputs["a"] + 1
+
+    pytree = torch.fx.symbolic_trace(first, concrete_args={"inputs": {"a": torch.fx.PH}})
+    copy = torch.fx.Graph()
+    copy_codegen(pytree.graph, copy)
+    copy.output(copy.graph_copy(pytree.graph, {}))
+    x = torch.ones(2)
+    assert torch.equal(torch.fx.GraphModule(pytree, copy)({"a": x}), x + 1)
+    assert "def forward(self, inputs)" in copy.python_code("self").src
+
+
+def test_target_names_are_torch_fx_names():
+    assert target_name(operator.add) == "operator.add"
+    assert target_name(getattr) == "builtins.getattr"
+    assert target_name(torch.relu) == "torch.relu"
+    assert target_name("encoder.conv") == "encoder.conv"
+
+
+def test_checks_of_decisions_survive_dead_code_elimination():
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    graph.call_function(check_decision, (x, "bool", True, 0))
+    graph.output(x)
+    graph.eliminate_dead_code()
+    assert [n.target for n in graph.nodes if n.op == "call_function"] == [check_decision]
+
+
+def test_attribute_nodes_are_recorded_lazily():
+    tracer = torch.fx.Tracer()
+    tracer.graph = torch.fx.Graph()
+    x = tracer.create_proxy("placeholder", "x", (), {})
+    shape = x.shape
+    assert isinstance(shape, torch.fx.proxy.Attribute)
+    assert recorded_node(shape) is None
+    node = shape.node
+    assert recorded_node(shape) is node and node.target is getattr
