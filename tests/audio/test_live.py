@@ -16,7 +16,8 @@ import torch
 from torch import nn
 
 import torchbend as tb
-from torchbend.audio.live import OSCControl, import_sounddevice, live, write
+from torchbend.audio.live import import_sounddevice, live, write
+from torchbend.audio.osc import OSCControl
 from torchbend.audio.stream import Stream, StreamStats
 from torchbend.errors import AudioError
 

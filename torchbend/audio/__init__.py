@@ -1,7 +1,8 @@
 """Audio for torchbend: files in and out, block streaming, live play with OSC control."""
 
 from .io import FORMATS, load, resample, save
-from .live import OSCControl, live
+from .live import live
+from .osc import OSCControl
 from .stream import Stream, StreamStats
 
 __all__ = [
