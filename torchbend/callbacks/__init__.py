@@ -13,9 +13,11 @@ from .mask import Mask
 from .morphology import Dilate, Erode
 from .noise import Noise, Normal
 from .permute import Permute
+from .registry import CALLBACKS
 from .threshold import Threshold, ThresholdActivation
 
 __all__ = [
+    "CALLBACKS",
     "Ablate",
     "Affine",
     "BendingCallback",
