@@ -558,10 +558,9 @@ class BendedModule(nn.Module):
                 + (f" (did you mean {hint[0]!r}?)" if hint else "")
             )
         control, readers = controls[name]
-        control.set(value)
+        control.set(value)  # pushes the value into its callbacks, which derive state if needed
         weights: list[str] = []
         for b in readers:
-            b.callback.control_changed()
             weights += [w for w in b.weights if w not in weights]
         if control.ramping():
             self._ramping[name] = control

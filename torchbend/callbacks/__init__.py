@@ -2,6 +2,7 @@
 
 from .ablation import Ablate, Offset, Randomize
 from .affine import Affine, Bias, Scale
+from .argument import Argument
 from .base import BendingCallback, Chain
 from .capture import Capture, InterpolateActivation, InterpolationFromCapture
 from .clamp import Clamp
@@ -20,6 +21,7 @@ __all__ = [
     "CALLBACKS",
     "Ablate",
     "Affine",
+    "Argument",
     "BendingCallback",
     "Bias",
     "Capture",
