@@ -49,11 +49,13 @@ class BendingCallback(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self._state_names: dict[str, str] = {}
-        self._targets: dict[str, tuple[torch.Size, torch.dtype, torch.device]] = {}
-        self._controlled: dict[str, Control] = {}
+        # Typed by construction rather than annotated: TorchScript warns about annotations of
+        # empty containers in __init__ (and has no use for these bookkeeping dicts).
+        self._state_names = dict[str, str]()
+        self._targets = dict[str, tuple[torch.Size, torch.dtype, torch.device]]()
+        self._controlled = dict[str, Control]()
         """The arguments given as controls (or views of them), by name."""
-        self._ramps: dict[str, tuple[Any, Any, Any]] = {}
+        self._ramps = dict[str, tuple[Any, Any, Any]]()
         """For each argument declared with ``ramps=True``: its values at the start and at the
         end of the current call, and its value (see :meth:`along`)."""
 
