@@ -255,6 +255,17 @@ class Argument:
         changed."""
         return self.store(cb, *self.read(cb._controlled[self.name]))
 
+    def assignments(self, callback: str, source: Control, value: str) -> list[str]:
+        """TorchScript statements that do what a push from ``source``'s control, set to
+        ``value`` (the name of a variable), does to this argument of ``callback`` (an
+        expression naming a scripted callback). Scripted callbacks do not ramp: the call's
+        start and end are the value."""
+        lines = [f"{callback}.{self.name} = {self.expression(source, value)}"]
+        if self.ramps:
+            held = f"{callback}.{self.name}"
+            lines.append(f"{callback}._ramps[{self.name!r}] = ({held}, {held}, {held})")
+        return lines
+
     def expression(self, source: Control, value: str) -> str:
         """TorchScript expression of what this argument holds when ``source``'s control is
         set to ``value`` (the name of a variable): the same arithmetic as :meth:`convert`."""

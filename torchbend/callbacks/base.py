@@ -133,20 +133,20 @@ class BendingCallback(nn.Module):
         or, while its control ramps, a tensor of ``x.shape[-1]`` values going from the value
         at the start of the call to the value at its end, which broadcasts along ``x``'s last
         (time) axis. A scalar ``x`` has no time axis: it gets the value."""
-        if arg not in self._ramps:
+        ramp = self._ramps.get(arg)
+        if ramp is None:
             raise BendingError(
                 f"{self.label()} has no argument '{arg}' read along time: declare it with "
                 "Argument(float, ramps=True), and read it only when it is not None"
             )
-        start, end, value = self._ramps[arg]
-        if isinstance(value, torch.Tensor):  # a control fed as a tensor input, to export
+        start, end, value = ramp
+        # A tensor value is a control fed as an input of a program being exported.
+        if isinstance(value, torch.Tensor) or start == end or x.dim() == 0:
             return value
-        if start == end or x.dim() == 0:
-            return value
-        ramp = torch.linspace(start, end, x.shape[-1] + 1, device=x.device)[1:]
+        values = torch.linspace(start, end, x.shape[-1] + 1, device=x.device)[1:]
         if x.is_floating_point():
-            return ramp.to(x.dtype)
-        return ramp
+            return values.to(x.dtype)
+        return values
 
     def follow(self, control: BendingParameter) -> None:
         """Take the new value of ``control`` into the arguments it drives.

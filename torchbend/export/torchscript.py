@@ -14,9 +14,9 @@ import torch
 import torch.fx
 from torch import nn
 
-from ..callbacks.argument import declared
+from ..callbacks.argument import Argument, declared
 from ..callbacks.base import BendingCallback, Chain
-from ..controls import BendingParameter, control_of
+from ..controls import BendingParameter, Control, control_of
 from ..errors import ExportError
 from ..rewriting import SLOTS, ActivationSlot, build_graph_module
 from ..tracing.flow import check_decision
@@ -35,11 +35,11 @@ __all__ = [
 ]
 
 # How controls reach scripted callbacks. A callback reads its declared arguments as plain
-# number attributes (``self.<arg>``, and for arguments that ramp, ``self._ramps[<arg>]``), into
-# which controls push their values when they change (torchbend/callbacks/argument.py); the
-# controls themselves are Python objects that TorchScript ignores. So each callback is
-# exported as a copy, and each ``set_<control>`` of the exported module assigns, as the control
-# would push it, the new number to every copy that reads it.
+# number attributes, into which controls push their values when they change
+# (torchbend/callbacks/argument.py); the controls themselves are Python objects that
+# TorchScript ignores. So each callback is exported as a copy, and each ``set_<control>`` of
+# the exported module assigns the new number to every copy that reads it, as the control would
+# push it (``Argument.assignments``).
 # TorchScript duplicates a submodule met at two places of a module tree unless it is already
 # scripted: the copies are scripted first, so that the slots of every method and the container
 # share one object, and one assignment reaches them all (``torch.jit.save`` keeps the sharing).
@@ -97,9 +97,8 @@ class ExportedModule(nn.Module):
 @dataclass
 class _Control:
     control: BendingParameter
-    writes: list[tuple[int, str, str, bool]] = field(default_factory=list)
-    """``(callback index, argument, TorchScript expression of value, whether it ramps)``: the
-    arguments to assign on set."""
+    writes: list[tuple[int, Argument, Control]] = field(default_factory=list)
+    """``(callback index, argument, what drives it)``: the arguments to assign on set."""
     weights: list[int] = field(default_factory=list)
     """Indices of the weights bent again on set."""
 
@@ -225,9 +224,7 @@ class ExportPlan:
                     f"scripted module cannot do that. Give {type(leaf).__name__} a number "
                     "instead of the control to export it."
                 )
-            for arg, source in found.items():
-                argument = arguments[arg]
-                plan.writes.append((i, arg, argument.expression(source, "value"), argument.ramps))
+            plan.writes += [(i, arguments[arg], source) for arg, source in found.items()]
         return plan
 
     # -- building --------------------------------------------------------------------------------
@@ -350,11 +347,9 @@ def _control_source(name: str, c: _Control, getters: str) -> list[str]:
             f"        value = min(max(value, {lo}), {hi})" if control.clamp else "        return -1"
         ]
     lines += [f"    self.tb_control_{name} = value"]
-    for i, arg, expr, ramps in c.writes:
-        cb = f"self.tb_callback_{i}.callback"
-        lines += [f"    {cb}.{arg} = {expr}"]
-        if ramps:  # no ramp when exported: the call's start and end are the value
-            lines += [f"    {cb}._ramps[{arg!r}] = ({cb}.{arg}, {cb}.{arg}, {cb}.{arg})"]
+    for i, argument, source in c.writes:
+        assignments = argument.assignments(f"self.tb_callback_{i}.callback", source, "value")
+        lines += ["    " + line for line in assignments]
     lines += [f"    self.tb_rebend_{k}()" for k in c.weights]
     lines += ["    return 0"]
     if getters == "tuple":
@@ -369,7 +364,8 @@ def _control_source(name: str, c: _Control, getters: str) -> list[str]:
 
 def _script(module: nn.Module) -> torch.jit.ScriptModule:
     with warnings.catch_warnings():
-        # Raised for BendingCallback's bookkeeping dicts, which scripted code never reads.
+        # Raised for empty containers annotated in a model's __init__, which TorchScript then
+        # leaves out: an error follows only if scripted code reads them.
         warnings.filterwarnings("ignore", "The TorchScript type system doesn't support")
         return torch.jit.script(module)
 
