@@ -19,7 +19,6 @@ __all__ = [
     "Number",
     "Reader",
     "control_of",
-    "current",
     "is_control",
 ]
 
@@ -311,10 +310,3 @@ def is_control(value: Any) -> bool:
 def control_of(value: Control) -> BendingParameter:
     """The control behind ``value`` (itself, or the control a view reads)."""
     return value.control if isinstance(value, ControlView) else value
-
-
-def current(value: Number | Control) -> Any:
-    """The current value of a callback argument: a number as is, a control's value."""
-    if isinstance(value, (BendingParameter, ControlView)):
-        return value.get()
-    return value
