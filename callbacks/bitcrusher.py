@@ -5,12 +5,11 @@ A drop-in callback file: load it with ``tb.load_callbacks("callbacks/bitcrusher.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import torch
 
 import torchbend as tb
-from torchbend.controls import BendingParameter, ControlView
+from torchbend.callbacks import Argument
+from torchbend.controls import Control
 
 
 def crush(x: torch.Tensor, bits: int, scale: float, hold: int) -> torch.Tensor:
@@ -38,7 +37,7 @@ class BitCrusher(tb.BendingCallback):
         bits: bit depth, an int ``>= 0``; ``0`` leaves the depth alone. May be an int control.
         hold: samples each value is held for, an int ``>= 1``; ``1`` leaves the rate alone.
             May be an int control.
-        scale: full scale in the target's own units, ``> 0``. May be a control.
+        scale: full scale in the target's own units, ``>= 1e-6``. May be a control.
 
     With ``bits=0`` and ``hold=1`` the callback is the identity.
 
@@ -53,56 +52,17 @@ class BitCrusher(tb.BendingCallback):
         tensor([ 0.0000,  0.0000,  0.5000,  0.5000, -1.0000, -1.0000])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["bits", "hold", "scale"]
+    bits = Argument(int, low=0, neutral=0, meaning="a bit depth")
+    hold = Argument(int, low=1, neutral=1, meaning="a number of samples")
+    scale = Argument(float, low=1e-6, meaning="the full scale")
 
     def __init__(
-        self,
-        bits: int | BendingParameter | ControlView = 0,
-        hold: int | BendingParameter | ControlView = 1,
-        scale: float | BendingParameter | ControlView = 1.0,
+        self, bits: int | Control = 0, hold: int | Control = 1, scale: float | Control = 1.0
     ) -> None:
         super().__init__()
-        self.number("bits", bits, lambda v: _int("bits", v, 0))
-        self.number("hold", hold, lambda v: _int("hold", v, 1))
-        self.number("scale", scale, _scale)
-
-    @property
-    def bits(self) -> int:
-        """Bit depth (a control's current value; 0 or below: full depth)."""
-        return int(self.value("bits"))
-
-    @property
-    def hold(self) -> int:
-        """Samples each value is held for (a control's current value; 1 or below: none)."""
-        return int(self.value("hold"))
-
-    @property
-    def scale(self) -> float:
-        """Full scale (a control's current value)."""
-        # A control may go to 0 or below: keep a step that divides.
-        return max(float(self.value("scale")), 1e-12)
+        self.bits = bits
+        self.hold = hold
+        self.scale = scale
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        # Scripted, the callback keeps the numbers it was built with: TorchScript cannot read a
-        # live control (and does not compile the eager branch).
-        if torch.jit.is_scripting():
-            bits = torch.jit.annotate(int, self._bits)
-            hold = torch.jit.annotate(int, self._hold)
-            scale = torch.jit.annotate(float, self._scale)
-        else:
-            bits, hold, scale = self.bits, self.hold, self.scale
-        return crush(x, bits, scale, hold)
-
-
-def _int(arg: str, value: object, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise tb.BendingError(f"BitCrusher: {arg} must be an int >= {low}, got {value!r}")
-    if value < low:
-        raise tb.BendingError(f"BitCrusher: {arg} must be an int >= {low}, got {value!r}")
-    return int(value)
-
-
-def _scale(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e30:
-        raise tb.BendingError(f"BitCrusher: scale must be a number > 0, got {value!r}")
-    return float(value)
+        return crush(x, self.bits, self.scale, self.hold)

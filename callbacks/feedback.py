@@ -10,7 +10,8 @@ from typing import ClassVar
 import torch
 
 import torchbend as tb
-from torchbend.controls import BendingParameter, ControlView
+from torchbend.callbacks import Argument
+from torchbend.controls import Control
 
 
 def delay_line(
@@ -53,7 +54,7 @@ class FeedbackDelay(tb.BendingCallback):
     Args:
         delay: delay in samples, an int ``>= 1``. May be an int control: a change keeps the
             most recent part of the line.
-        feedback: gain of the line on itself, ``0 <= feedback < 1`` (``0``: a single echo).
+        feedback: gain of the line on itself, from 0 (a single echo) to 0.999.
             May be a control.
         mix: gain of the echo added to the activation, ``>= 0``. ``0`` is the identity (the
             line still runs, so that raising the mix brings in echoes at once). May be a
@@ -78,31 +79,20 @@ class FeedbackDelay(tb.BendingCallback):
 
     scriptable: ClassVar[bool] = False
 
+    delay = Argument(int, low=1, meaning="a delay in samples", derives=True)
+    feedback = Argument(float, low=0.0, high=0.999, meaning="the gain of the line on itself")
+    mix = Argument(float, low=0.0, neutral=0.0, meaning="the gain of the echo", ramps=True)
+
     def __init__(
         self,
-        delay: int | BendingParameter | ControlView = 4410,
-        feedback: float | BendingParameter | ControlView = 0.0,
-        mix: float | BendingParameter | ControlView = 0.0,
+        delay: int | Control = 4410,
+        feedback: float | Control = 0.0,
+        mix: float | Control = 0.0,
     ) -> None:
         super().__init__()
-        self.number("delay", delay, _delay)
-        self.number("feedback", feedback, _feedback)
-        self.number("mix", mix, _mix)
-
-    @property
-    def delay(self) -> int:
-        """Delay in samples (a control's current value, at least 1)."""
-        return max(int(self.value("delay")), 1)
-
-    @property
-    def feedback(self) -> float:
-        """Gain of the line on itself (a control's current value), kept below 1."""
-        return min(max(float(self.value("feedback")), 0.0), 0.999)
-
-    @property
-    def mix(self) -> float:
-        """Gain of the echo (a control's current value)."""
-        return float(self.value("mix"))
+        self.delay = delay
+        self.feedback = feedback
+        self.mix = mix
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -115,8 +105,8 @@ class FeedbackDelay(tb.BendingCallback):
         )
 
     def control_changed(self) -> None:
-        # A new delay resizes the lines, keeping their most recent part; other arguments are
-        # read at each call.
+        # A new delay (declared derives=True) resizes the lines, keeping their most recent
+        # part; the other arguments are read at each call.
         for name in self._targets:
             line = self.state(name)
             if line.shape[-1] != self.delay:
@@ -149,25 +139,3 @@ class FeedbackDelay(tb.BendingCallback):
         history = weight.new_zeros([*weight.shape[:-1], self.delay])
         echo, _ = delay_line(weight, history, self.delay, self.feedback)
         return weight + mix * echo
-
-
-def _delay(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise tb.BendingError(f"FeedbackDelay: delay is in samples, an int >= 1, got {value!r}")
-    if value < 1:
-        raise tb.BendingError(f"FeedbackDelay: delay is in samples, an int >= 1, got {value!r}")
-    return int(value)
-
-
-def _feedback(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
-        raise tb.BendingError(
-            f"FeedbackDelay: feedback must be >= 0 and < 1 (or the echoes grow), got {value!r}"
-        )
-    return float(value)
-
-
-def _mix(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e30:
-        raise tb.BendingError(f"FeedbackDelay: mix must be a finite number >= 0, got {value!r}")
-    return float(value)

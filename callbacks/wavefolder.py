@@ -5,13 +5,11 @@ A drop-in callback file: load it with ``tb.load_callbacks("callbacks/wavefolder.
 
 from __future__ import annotations
 
-import math
-from typing import ClassVar, Optional
-
 import torch
 
 import torchbend as tb
-from torchbend.controls import BendingParameter, ControlView
+from torchbend.callbacks import Argument
+from torchbend.controls import Control
 
 
 def fold(x: torch.Tensor, threshold: torch.Tensor) -> torch.Tensor:
@@ -34,7 +32,7 @@ class WaveFolder(tb.BendingCallback):
     west-coast synthesizers.
 
     Args:
-        threshold: the fold level, ``> 0``, in the target's own units; ``None`` (no fold)
+        threshold: the fold level, ``>= 1e-6``, in the target's own units; ``None`` (no fold)
             is the identity. May be a control (then always folding); while it ramps,
             activations get the change spread along their last axis.
 
@@ -48,49 +46,30 @@ class WaveFolder(tb.BendingCallback):
         tensor([ 0.5000,  1.0000,  0.5000, -0.5000, -1.0000, -0.7500])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["threshold"]
+    threshold = Argument(
+        float, low=1e-6, neutral=None, none="no fold", meaning="a fold level", ramps=True
+    )
 
-    def __init__(self, threshold: float | BendingParameter | ControlView | None = None) -> None:
+    def __init__(self, threshold: float | Control | None = None) -> None:
         super().__init__()
-        self.number("threshold", threshold, _threshold)
-
-    @property
-    def threshold(self) -> float | None:
-        """The fold level (``None``: no fold; a control's current value, kept above 0)."""
-        threshold = self.value("threshold")
-        return None if threshold is None else max(float(threshold), 1e-12)
+        self.threshold = threshold
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        # Scripted, the callback keeps the number it was built with: TorchScript cannot read a
-        # live control (and does not compile the eager branch).
-        if torch.jit.is_scripting():
-            threshold = torch.jit.annotate(Optional[float], self._threshold)  # noqa: UP045
-            if threshold is None:
-                return x
-            return fold(x, torch.tensor(threshold, dtype=x.dtype, device=x.device))
-        if self._threshold is None:
-            return x
-        # A number, or a tensor along time while a control ramps: fold() takes a tensor. A
-        # control may go to 0 or below, where folding is undefined: keep it above 0.
-        ramp = self.along("threshold", x)
-        return fold(x, torch.as_tensor(ramp, dtype=x.dtype, device=x.device).clamp(min=1e-12))
-
-    def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
         threshold = self.threshold
         if threshold is None:
+            return x
+        # A number, or a tensor along time while a control ramps.
+        return fold(x, level(self.along("threshold", x), x))
+
+    def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        threshold = self.threshold  # weights crossfade over a ramp: no ramp along their axis
+        if threshold is None:
             return weight
-        return fold(weight, torch.tensor(threshold, dtype=weight.dtype, device=weight.device))
+        return fold(weight, level(threshold, weight))
 
 
-def _threshold(value: object) -> float | None:
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (value > 0 and math.isfinite(value))
-    ):
-        raise tb.BendingError(
-            f"WaveFolder: threshold must be a finite number > 0 (or None, no fold), got {value!r}"
-        )
-    return float(value)
+def level(threshold: float | torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``threshold`` as a tensor of ``x``'s dtype and device."""
+    if isinstance(threshold, torch.Tensor):
+        return threshold.to(dtype=x.dtype, device=x.device)
+    return torch.tensor(threshold, dtype=x.dtype, device=x.device)

@@ -20,8 +20,7 @@ import torch
 from torch import nn
 
 import torchbend as tb
-from torchbend.callbacks import load_callbacks
-from torchbend.callbacks.args import non_default_arguments
+from torchbend.callbacks import Argument, load_callbacks
 
 SAMPLE_RATE = 16000
 BLOCK = 2048
@@ -36,9 +35,9 @@ class Tremolo(tb.BendingCallback):
 
     Args:
         rate: the sine's frequency, in cycles per sample of the activation (4 Hz at 16 kHz is
-            ``4 / 16000``), ``> 0``.
+            ``4 / 16000``), ``>= 0``.
         depth: how deep the modulation goes, from 0 (the identity) to 1 (down to silence).
-            May be a control.
+            May be a control; while it ramps, the change is spread along time.
 
     Shape:
         - Input: ``[..., time]``.
@@ -49,14 +48,15 @@ class Tremolo(tb.BendingCallback):
     # scriptable, and saying so lets exporters refuse it with a clear message.
     scriptable = False
 
+    # Each numeric argument is declared once: its kind, bounds, and the value at which the
+    # callback is the identity. That gives the checks, the repr, and control support.
+    rate = Argument(float, low=0.0, meaning="a frequency in cycles per sample")
+    depth = Argument(float, low=0.0, high=1.0, neutral=0.0, ramps=True)
+
     def __init__(self, rate: float = 4 / SAMPLE_RATE, depth: float | tb.BendingParameter = 0.5):
         super().__init__()
-        # Plain arguments are attributes of the same name, so arguments() can save them...
-        if not rate > 0:
-            raise tb.BendingError(f"Tremolo: rate is a frequency and must be > 0, got {rate}")
-        self.rate = float(rate)
-        # ...numeric arguments that may be controls go through number(): stored as self._depth.
-        self.number("depth", depth, _check_depth)
+        self.rate = rate  # checked against the declaration, kept as a plain float
+        self.depth = depth  # a number, or a control that pushes its values in
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -74,15 +74,6 @@ class Tremolo(tb.BendingCallback):
         lfo = torch.sin(2 * math.pi * (phase + self.rate * t)).to(x.dtype)
         self.add_state(name, (phase + self.rate * x.shape[-1]) % 1.0)  # carry the phase on
         return x * (1 - depth * (0.5 + 0.5 * lfo))
-
-    def extra_repr(self) -> str:
-        return non_default_arguments(self)
-
-
-def _check_depth(depth: float) -> float:
-    if not 0.0 <= depth <= 1.0:
-        raise tb.BendingError(f"Tremolo: depth must be between 0 and 1, got {depth}")
-    return float(depth)
 
 
 # -- 2. A model, a sound, a WAV writer -----------------------------------------------------------

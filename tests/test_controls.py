@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import pytest
 import torch
 from torch import nn
@@ -167,3 +170,33 @@ def test_weight_bendings_crossfade_over_ramp_calls(bended):
         0.0,
         0.0,
     ]
+
+
+def test_update_derives_state_once_and_only_for_arguments_that_need_it(bended):
+    derived: list[str] = []
+
+    class CountingMask(tb.Mask):
+        def control_changed(self) -> None:
+            derived.append("mask")
+            super().control_changed()
+
+    class CountingScale(tb.Scale):
+        def control_changed(self) -> None:
+            derived.append("scale")
+
+    bended.bend(CountingMask(prob=tb.BendingParameter("prob", 0.0), dim=-2, seed=0), "a$")
+    bended.bend(CountingScale(tb.BendingParameter("gain", 1.0)), r"b\.weight")
+    bended.update("prob", 0.5)
+    bended.update("gain", 2.0)
+    assert derived == ["mask"]
+
+
+def test_controls_push_into_their_readers_and_copy_without_them():
+    p = tb.BendingParameter("p", 1.0, ramp=2)
+    scale = tb.Scale(p)
+    assert p.readers() == [scale]
+    p.set(3.0)
+    assert scale.scale == 3.0 and scale._ramps["scale"] == (1.0, 2.0, 3.0)
+    p.advance()
+    assert scale._ramps["scale"] == (2.0, 3.0, 3.0)
+    assert copy.deepcopy(p).readers() == [] and pickle.loads(pickle.dumps(p)).readers() == []

@@ -1,25 +1,48 @@
-"""Named live controls: scalars that drive callback arguments while the model runs."""
+"""Named live controls: scalars that push their values into the callback arguments they drive."""
 
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import Any
+import weakref
+from collections.abc import Iterator
+from typing import Any, Protocol
 
 import torch
-from torch import nn
 
 from .errors import BendingError
 
-__all__ = ["BendingParameter", "ControlView", "Number", "current", "is_control"]
+__all__ = [
+    "BendingParameter",
+    "Control",
+    "ControlView",
+    "Number",
+    "Reader",
+    "control_of",
+    "is_control",
+]
 
 Number = float | int | bool
 
 
-class BendingParameter(nn.Module):
+class Reader(Protocol):
+    """What a control pushes its values into: a bending callback."""
+
+    def follow(self, control: BendingParameter) -> None:
+        """Take the control's new value (and its ramp over the current call)."""
+
+
+class BendingParameter:
     """A named scalar control (a knob), usable wherever a callback takes a number.
 
     Arithmetic gives views of the same control, so one knob can drive several callbacks
     differently: ``tb.Scale(2. * p)``, ``tb.Bias(1 - p)``.
+
+    A control pushes its values into the callbacks that read it, its *readers*: a callback
+    given the control (or a view of it) attaches itself, and :meth:`set` and :meth:`advance`
+    call ``reader.follow(control)`` on each, so that callbacks always hold plain numbers, read
+    by the same code eagerly and in TorchScript. Readers are held weakly: a callback that is
+    dropped stops following.
 
     Args:
         name: the control's name, as used by ``bended.update(name, value)`` (an identifier).
@@ -48,7 +71,6 @@ class BendingParameter(nn.Module):
         clamp: bool = False,
         ramp: int = 0,
     ) -> None:
-        super().__init__()
         if not isinstance(name, str) or not name.isidentifier():
             raise BendingError(f"a control's name must be an identifier, got {name!r}")
         if isinstance(value, torch.Tensor) or not isinstance(value, (int, float, bool)):
@@ -70,6 +92,7 @@ class BendingParameter(nn.Module):
         self.value = float(self._check(value))
         self._start = self.value
         self._step = 0
+        self._readers: list[weakref.ref[Reader]] = []
 
     def _check(self, value: Any) -> Number:
         if isinstance(value, torch.Tensor) and value.numel() == 1:
@@ -101,11 +124,15 @@ class BendingParameter(nn.Module):
         return self.value
 
     def set(self, value: Number) -> None:
-        """Change the value (checked against the range); starts a ramp if ``ramp > 0``."""
+        """Change the value (checked against the range); starts a ramp if ``ramp > 0``.
+
+        The readers follow at once (see :meth:`attach`).
+        """
         checked = float(self._check(value))
         self._start = self.current_start()
         self._step = 0 if self.ramp else self.ramp
         self.value = checked
+        self._push()
 
     # -- ramps ---------------------------------------------------------------------------------
 
@@ -125,17 +152,58 @@ class BendingParameter(nn.Module):
             return self.value
         return self._start + (self.value - self._start) * (self._step + 1) / self.ramp
 
+    def call_range(self) -> tuple[float, float]:
+        """Values at the start and at the end of the current call (equal unless ramping)."""
+        return self.current_start(), self.current_end()
+
     def advance(self) -> None:
-        """Move the ramp on by one call (``BendedModule`` does it after each call)."""
+        """Move the ramp on by one call (``BendedModule`` does it after each call); the
+        readers follow."""
         if self.ramping():
             self._step += 1
+            self._push()
 
-    def along(self, length: int, device: torch.device | None = None) -> float | torch.Tensor:
-        """The value over a call: a float, or a ramp of ``length`` steps while ramping."""
-        if not self.ramping():
-            return self.get()
-        a, b = self.current_start(), self.current_end()
-        return torch.linspace(a, b, length + 1, device=device)[1:]
+    # -- readers ---------------------------------------------------------------------------------
+
+    def attach(self, reader: Reader) -> None:
+        """Push this control's values into ``reader`` from now on (callbacks attach themselves
+        when given the control)."""
+        if all(r() is not reader for r in self._readers):
+            self._readers.append(weakref.ref(reader))
+
+    def detach(self, reader: Reader) -> None:
+        """Stop pushing into ``reader``."""
+        self._readers = [r for r in self._readers if r() is not None and r() is not reader]
+
+    def readers(self) -> list[Reader]:
+        """The callbacks this control pushes its values into (those still alive)."""
+        return [reader for r in self._readers if (reader := r()) is not None]
+
+    @contextlib.contextmanager
+    def tensor_input(self, value: torch.Tensor) -> Iterator[None]:
+        """Within ``with``, push the 0-dim tensor ``value`` into the readers as the control's
+        value, then the control's own value again: what ``torch.export`` traces when the
+        control is an input of the exported program. Only arguments read along time (declared
+        with ``ramps=True``) take a tensor."""
+        saved = self.value
+        self.value = value  # type: ignore[assignment]
+        try:
+            self._push()
+            yield
+        finally:
+            self.value = saved
+            self._push()
+
+    def _push(self) -> None:
+        for reader in self.readers():
+            reader.follow(self)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Weak references neither pickle nor copy; a copied callback attaches itself again to
+        # the copy of its control (BendingCallback.__setstate__).
+        state = dict(vars(self))
+        state["_readers"] = []
+        return state
 
     # -- arithmetic: views of the same control ---------------------------------------------------
 
@@ -164,7 +232,7 @@ class BendingParameter(nn.Module):
     def __truediv__(self, other: float) -> ControlView:
         return self.view().__truediv__(other)
 
-    def extra_repr(self) -> str:
+    def __repr__(self) -> str:
         args = [repr(self.name), repr(self.get())]
         if self.range is not None:
             args.append(f"range={self.range}")
@@ -172,17 +240,13 @@ class BendingParameter(nn.Module):
             args.append("clamp=True")
         if self.ramp:
             args.append(f"ramp={self.ramp}")
-        return ", ".join(args)
-
-    def __repr__(self) -> str:
-        return f"BendingParameter({self.extra_repr()})"
+        return f"BendingParameter({', '.join(args)})"
 
 
-class ControlView(nn.Module):
+class ControlView:
     """``scale * control + offset``: a derived view of a :class:`BendingParameter`."""
 
     def __init__(self, control: BendingParameter, scale: float = 1.0, offset: float = 0.0) -> None:
-        super().__init__()
         for label, number in (("scale", scale), ("offset", offset)):
             if isinstance(number, bool) or not isinstance(number, (int, float)):
                 raise BendingError(
@@ -200,9 +264,10 @@ class ControlView(nn.Module):
     def get(self) -> float:
         return self.control.get() * self.scale + self.offset
 
-    def along(self, length: int, device: torch.device | None = None) -> float | torch.Tensor:
-        value = self.control.along(length, device)
-        return value * self.scale + self.offset
+    def call_range(self) -> tuple[float, float]:
+        """Values at the start and at the end of the current call (equal unless ramping)."""
+        start, end = self.control.call_range()
+        return start * self.scale + self.offset, end * self.scale + self.offset
 
     def ramping(self) -> bool:
         return self.control.ramping()
@@ -233,13 +298,15 @@ class ControlView(nn.Module):
         return f"{self.scale} * {self.control.name} + {self.offset}"
 
 
+Control = BendingParameter | ControlView
+"""A live control, or a view of one, given where a callback takes a number."""
+
+
 def is_control(value: Any) -> bool:
     """Whether ``value`` is a control or a view of one."""
     return isinstance(value, (BendingParameter, ControlView))
 
 
-def current(value: Number | BendingParameter | ControlView) -> Any:
-    """The current value of a callback argument: a number as is, a control's value."""
-    if isinstance(value, (BendingParameter, ControlView)):
-        return value.get()
-    return value
+def control_of(value: Control) -> BendingParameter:
+    """The control behind ``value`` (itself, or the control a view reads)."""
+    return value.control if isinstance(value, ControlView) else value

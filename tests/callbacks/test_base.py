@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 import torch
-from callback_helpers import ACT, CPU, bits, signed_randn
+from callback_helpers import (
+    ACT,
+    BUILT,
+    CONTROLLED,
+    CPU,
+    NEUTRAL,
+    SHAPE,
+    bits,
+    signed_randn,
+)
 
 from torchbend.callbacks import (
     Ablate,
@@ -17,62 +24,21 @@ from torchbend.callbacks import (
     Bias,
     Chain,
     Clamp,
-    Dilate,
-    Erode,
-    Flip,
-    Invert,
-    Lambda,
     Mask,
     Noise,
     Offset,
-    Permute,
-    Quantize,
     Randomize,
-    Roll,
     Scale,
     SoftClip,
     Spread,
-    Tanh,
     Threshold,
-    ThresholdActivation,
-    TimeStretch,
 )
 from torchbend.controls import BendingParameter
-
-SHAPE = torch.Size([2, 4, 16])
 
 
 def registered(cb: BendingCallback, shape: torch.Size = SHAPE) -> BendingCallback:
     cb.register(ACT, shape, torch.float32, CPU)
     return cb
-
-
-# Every callback class with non-default arguments (seeded where it draws), for round trips.
-BUILT: list[Callable[[], BendingCallback]] = [
-    lambda: Mask(prob=0.5, dim=-2, seed=1),
-    lambda: Bias(0.5),
-    lambda: Scale(-2.0),
-    lambda: Affine(2.0, 0.5),
-    lambda: Noise(std=0.5, op="mul", dim=(-2, -1), seed=2),
-    lambda: Permute(dim=-2, seed=3, amount=0.5),
-    lambda: Clamp(min=-0.5, max=0.25),
-    lambda: Lambda(torch.sin),
-    lambda: Roll(0.25, dim=-1),
-    lambda: Flip(dim=(-2, -1), active=True),
-    lambda: TimeStretch(0.75),
-    lambda: Threshold(0.5),
-    lambda: ThresholdActivation(keep=0.5, dim=-2),
-    lambda: Erode(3),
-    lambda: Dilate(4),
-    lambda: SoftClip(2.0),
-    lambda: Tanh(active=True),
-    lambda: Quantize(bits=3),
-    lambda: Invert("one_minus"),
-    lambda: Spread(0.5),
-    lambda: Ablate(channels=[0], fraction=0.25, dim=-2, seed=4),
-    lambda: Randomize(fraction=0.5, std=2.0, seed=5),
-    lambda: Offset(0.5, dim=-2, seed=6),
-]
 
 
 @pytest.mark.parametrize("make", BUILT, ids=lambda make: type(make()).__name__)
@@ -100,43 +66,6 @@ def test_chain_arguments_rebuild_the_same_chain():
     assert repr(again) == repr(chain)
 
 
-# (make a callback from an argument's value, the value given to a control, the new value):
-# a control at the first value, set to the second, must bend as the plain second value does.
-CONTROLLED: list[tuple[str, Callable[[Any], BendingCallback], float, float]] = [
-    ("Mask.prob", lambda v: Mask(prob=v, dim=-1, seed=0), 0.2, 0.7),
-    ("Mask.seed", lambda v: Mask(prob=0.5, seed=v), 0, 1),
-    ("Bias.bias", lambda v: Bias(v), 0.0, 0.5),
-    ("Scale.scale", lambda v: Scale(v), 1.0, -3.0),
-    ("Affine.scale", lambda v: Affine(scale=v, bias=0.5), 1.0, 2.0),
-    ("Affine.bias", lambda v: Affine(scale=2.0, bias=v), 0.0, -1.0),
-    ("Noise.std", lambda v: Noise(std=v, seed=0), 0.0, 0.5),
-    ("Noise.seed", lambda v: Noise(std=0.5, seed=v), 0, 3),
-    ("Permute.amount", lambda v: Permute(seed=0, amount=v), 0.0, 0.5),
-    ("Permute.seed", lambda v: Permute(seed=v), 0, 1),
-    ("Clamp.min", lambda v: Clamp(min=v), -1.0, 0.0),
-    ("Clamp.max", lambda v: Clamp(min=-0.5, max=v), 1.0, 0.25),
-    ("Roll.shift", lambda v: Roll(v), 0.0, 0.5),
-    ("Flip.active", lambda v: Flip(active=v), False, True),
-    ("TimeStretch.factor", lambda v: TimeStretch(v), 1.0, 0.5),
-    ("Threshold.value", lambda v: Threshold(v), 0.0, 0.5),
-    ("ThresholdActivation.keep", lambda v: ThresholdActivation(v), 1.0, 0.5),
-    ("Erode.size", lambda v: Erode(v), 1, 3),
-    ("Dilate.size", lambda v: Dilate(v), 1, 5),
-    ("SoftClip.drive", lambda v: SoftClip(v), 0.0, 3.0),
-    ("Tanh.active", lambda v: Tanh(v), False, True),
-    ("Quantize.bits", lambda v: Quantize(v), 0, 2),
-    ("Invert.active", lambda v: Invert(active=v), False, True),
-    ("Spread.amount", lambda v: Spread(v), 0.0, 1.0),
-    ("Ablate.fraction", lambda v: Ablate(fraction=v, seed=0), 0.0, 0.5),
-    ("Ablate.seed", lambda v: Ablate(fraction=0.5, seed=v), 0, 1),
-    ("Randomize.fraction", lambda v: Randomize(fraction=v, seed=0), 0.0, 0.5),
-    ("Randomize.std", lambda v: Randomize(fraction=0.5, std=v, seed=0), 1.0, 3.0),
-    ("Randomize.seed", lambda v: Randomize(fraction=0.5, seed=v), 0, 1),
-    ("Offset.offset", lambda v: Offset(v, seed=0), 0.0, 0.5),
-    ("Offset.seed", lambda v: Offset(0.5, seed=v), 0, 1),
-]
-
-
 @pytest.mark.parametrize(("make", "before", "after"), [c[1:] for c in CONTROLLED],
                          ids=[c[0] for c in CONTROLLED])  # fmt: skip
 def test_a_control_drives_the_argument(make, before, after):
@@ -153,39 +82,34 @@ def test_a_control_drives_the_argument(make, before, after):
     assert torch.equal(bits(cb.bend_weight(w, ACT)), bits(expected))
 
 
-# Callbacks whose argument, given as a control at the neutral value, makes them the identity.
-NEUTRAL: list[tuple[str, Callable[[Any], BendingCallback], float]] = [
-    ("Mask", lambda p: Mask(prob=p), 0.0),
-    ("Bias", lambda p: Bias(p), 0.0),
-    ("Scale", lambda p: Scale(p), 1.0),
-    ("Affine", lambda p: Affine(scale=p), 1.0),
-    ("Noise", lambda p: Noise(std=p), 0.0),
-    ("Permute", lambda p: Permute(amount=p), 0.0),
-    ("Roll", lambda p: Roll(p), 0.0),
-    ("Flip", lambda p: Flip(active=p), False),
-    ("TimeStretch", lambda p: TimeStretch(p), 1.0),
-    ("Threshold", lambda p: Threshold(p), 0.0),
-    ("ThresholdActivation", lambda p: ThresholdActivation(p), 1.0),
-    ("Erode", lambda p: Erode(p), 1),
-    ("Dilate", lambda p: Dilate(p), 1),
-    ("SoftClip", lambda p: SoftClip(p), 0.0),
-    ("Tanh", lambda p: Tanh(p), False),
-    ("Quantize", lambda p: Quantize(p), 0),
-    ("Invert", lambda p: Invert(active=p), False),
-    ("Spread", lambda p: Spread(p), 0.0),
-    ("Ablate", lambda p: Ablate(fraction=p), 0.0),
-    ("Randomize", lambda p: Randomize(fraction=p), 0.0),
-    ("Offset", lambda p: Offset(p), 0.0),
-]
-
-
-@pytest.mark.parametrize(("make", "neutral"), [c[1:] for c in NEUTRAL],
-                         ids=[c[0] for c in NEUTRAL])  # fmt: skip
-def test_a_control_at_the_neutral_setting_is_the_identity(make, neutral):
-    cb = registered(make(BendingParameter("knob", neutral)))
+@pytest.mark.parametrize("make", [c[1] for c in NEUTRAL], ids=[c[0] for c in NEUTRAL])
+def test_a_control_at_the_neutral_setting_is_the_identity(make):
+    cb = registered(make())
     x = signed_randn(*SHAPE)
     assert torch.equal(bits(cb(x, ACT)), bits(x))
     assert torch.equal(bits(cb.bend_weight(x, ACT)), bits(x))
+
+
+SCRIPTABLE = [make for make in BUILT if make().scriptable]
+
+
+@pytest.mark.parametrize("make", SCRIPTABLE, ids=lambda make: type(make()).__name__)
+def test_every_scriptable_callback_scripts_to_the_same_bending(make):
+    eager, scripted = registered(make()), torch.jit.script(registered(make()))
+    x = signed_randn(*SHAPE)
+    for _ in range(2):  # Noise draws anew at each call
+        assert torch.equal(bits(scripted(x, ACT)), bits(eager(x, ACT)))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [c[1] for c in NEUTRAL if c[1]().scriptable],
+    ids=[c[0] for c in NEUTRAL if c[1]().scriptable],
+)
+def test_every_scriptable_callback_scripts_to_the_identity_at_its_neutral_setting(make):
+    scripted = torch.jit.script(registered(make()))
+    x = signed_randn(*SHAPE)
+    assert torch.equal(bits(scripted(x, ACT)), bits(x))
 
 
 def test_seed_control_redraws_reproducibly():

@@ -2,6 +2,7 @@
 
 from .ablation import Ablate, Offset, Randomize
 from .affine import Affine, Bias, Scale
+from .argument import Argument
 from .base import BendingCallback, Chain
 from .capture import Capture, InterpolateActivation, InterpolationFromCapture
 from .clamp import Clamp
@@ -13,11 +14,14 @@ from .mask import Mask
 from .morphology import Dilate, Erode
 from .noise import Noise, Normal
 from .permute import Permute
+from .registry import CALLBACKS
 from .threshold import Threshold, ThresholdActivation
 
 __all__ = [
+    "CALLBACKS",
     "Ablate",
     "Affine",
+    "Argument",
     "BendingCallback",
     "Bias",
     "Capture",

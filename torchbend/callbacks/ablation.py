@@ -3,33 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 import torch
 
+from ..controls import Control
 from ..errors import BendingError
-from .args import (
-    Control,
-    as_dim,
-    check_number,
-    draw_key,
-    kept_shape,
-    normalized_dim,
-    target_generator,
-)
+from .args import as_dim, draw_key, kept_shape, normalized_dim, target_generator
+from .argument import Argument
 from .seeded import Seeded
 
 __all__ = ["Ablate", "Offset", "Randomize"]
 
 
-def _as_channels(channels: int | Sequence[int] | None) -> list[int]:
+def _as_channels(owner: str, channels: int | Sequence[int] | None) -> list[int]:
     if channels is None:
         return []
     items: list[object] = list(channels) if isinstance(channels, (tuple, list)) else [channels]
     found = [c for c in items if isinstance(c, int) and not isinstance(c, bool)]
     if len(found) != len(items):
         raise BendingError(
-            f"Ablate: channels must be an int or a sequence of ints (indices along dim, "
+            f"{owner}: channels must be an int or a sequence of ints (indices along dim, "
             f"negative counting from the end), or None, got {channels!r}"
         )
     return found
@@ -75,7 +68,14 @@ class Ablate(Seeded):
                  [0., 0., 0.]]])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["fraction", "seed"]
+    fraction = Argument(
+        float,
+        low=0.0,
+        high=1.0,
+        neutral=0.0,
+        meaning="the fraction of channels zeroed",
+        derives=True,
+    )
 
     def __init__(
         self,
@@ -84,22 +84,12 @@ class Ablate(Seeded):
         dim: int = -2,
         seed: int | Control | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(seed)
         self.channels = channels
-        self.channel_list = _as_channels(channels)
+        self.channel_list = _as_channels(type(self).__name__, channels)
         self.has_channels = len(self.channel_list) > 0
-        self.number(
-            "fraction",
-            fraction,
-            check_number("Ablate", "fraction", 0.0, 1.0, "the fraction of channels zeroed"),
-        )
-        self.dim = as_dim("Ablate", dim)
-        self.seeded("Ablate", seed)
-
-    @property
-    def fraction(self) -> float:
-        """Fraction of the channels zeroed at random (a control's current value)."""
-        return self.value("fraction")
+        self.fraction = fraction
+        self.dim = as_dim(type(self).__name__, dim)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -124,7 +114,7 @@ class Ablate(Seeded):
         size = order.shape[0]
         keep = torch.ones(size, dtype=torch.bool, device=order.device)
         keep[self.channel_list] = False
-        keep[order[: round(min(max(self.fraction, 0.0), 1.0) * size)]] = False
+        keep[order[: round(self.fraction * size)]] = False
         view = [1] * rank
         view[axis] = size
         self.add_state(name, keep.view(view))
@@ -132,11 +122,7 @@ class Ablate(Seeded):
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         keep = self.state(name)
         self.check_broadcast(keep, x, name)
-        if torch.jit.is_scripting():
-            fraction = torch.jit.annotate(float, self._fraction)
-        else:
-            fraction = self.fraction
-        if fraction == 0.0 and not self.has_channels:
+        if self.fraction == 0.0 and not self.has_channels:
             return x
         return torch.where(keep, x, torch.zeros_like(x))
 
@@ -174,7 +160,15 @@ class Randomize(Seeded):
         tensor([-1.7785,  2.0869,  0.0000,  0.0000, -0.0116,  0.0000])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["fraction", "std", "seed"]
+    fraction = Argument(
+        float,
+        low=0.0,
+        high=1.0,
+        neutral=0.0,
+        meaning="the fraction of elements replaced",
+        derives=True,
+    )
+    std = Argument(float, low=0.0, meaning="a standard deviation", ramps=True)
 
     def __init__(
         self,
@@ -182,26 +176,9 @@ class Randomize(Seeded):
         std: float | Control = 1.0,
         seed: int | Control | None = None,
     ) -> None:
-        super().__init__()
-        self.number(
-            "fraction",
-            fraction,
-            check_number("Randomize", "fraction", 0.0, 1.0, "the fraction of elements replaced"),
-        )
-        self.number(
-            "std", std, check_number("Randomize", "std", 0.0, meaning="a standard deviation")
-        )
-        self.seeded("Randomize", seed)
-
-    @property
-    def fraction(self) -> float:
-        """Fraction of the elements replaced (a control's current value)."""
-        return self.value("fraction")
-
-    @property
-    def std(self) -> float:
-        """Standard deviation of the replacing values (a control's current value)."""
-        return self.value("std")
+        super().__init__(seed)
+        self.fraction = fraction
+        self.std = std
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -218,21 +195,15 @@ class Randomize(Seeded):
         self.add_state(name, self.state(draw_key(name))[0] < self.fraction)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            fraction = torch.jit.annotate(float, self._fraction)
-            std = torch.jit.annotate(float, self._std)
-            return self._randomize(x, name, fraction, std)
-        return self._randomize(x, name, self.fraction, self.along("std", x))
+        return self._randomize(x, name, self.along("std", x))
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
-        return self._randomize(weight, name, self.fraction, self.std)
+        return self._randomize(weight, name, self.std)
 
-    def _randomize(
-        self, x: torch.Tensor, name: str, fraction: float, std: float | torch.Tensor
-    ) -> torch.Tensor:
+    def _randomize(self, x: torch.Tensor, name: str, std: float | torch.Tensor) -> torch.Tensor:
         chosen = self.state(name)
         self.check_broadcast(chosen, x, name)
-        if fraction == 0.0:
+        if self.fraction == 0.0:
             return x
         normal = self.state(draw_key(name))[1]
         # Two branches, so that TorchScript knows which product each one is.
@@ -276,20 +247,14 @@ class Offset(Seeded):
                  [-0.0096, -0.0096, -0.0096]]])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["offset", "seed"]
+    offset = Argument(float, low=0.0, neutral=0.0, meaning="an amplitude", ramps=True)
 
     def __init__(
         self, offset: float | Control = 0.0, dim: int = -2, seed: int | Control | None = None
     ) -> None:
-        super().__init__()
-        self.number("offset", offset, check_number("Offset", "offset", 0.0, meaning="an amplitude"))
-        self.dim = as_dim("Offset", dim)
-        self.seeded("Offset", seed)
-
-    @property
-    def offset(self) -> float:
-        """The largest shift (a control's current value)."""
-        return self.value("offset")
+        super().__init__(seed)
+        self.offset = offset
+        self.dim = as_dim(type(self).__name__, dim)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -301,9 +266,6 @@ class Offset(Seeded):
         self.add_state(name, (2.0 * uniform - 1.0).to(dtype=float_dtype, device=device))
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            offset = torch.jit.annotate(float, self._offset)
-            return self._shift(x, name, offset)
         return self._shift(x, name, self.along("offset", x))
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:

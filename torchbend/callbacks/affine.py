@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import torch
 
-from .args import Control, check_number
+from ..controls import Control
+from .argument import Argument
 from .base import BendingCallback
 
 __all__ = ["Affine", "Bias", "Scale"]
-
-# Every callback reads its numeric arguments in ``bend`` in two ways. Eagerly through
-# ``self.along(arg, x)``, which gives a number, or a tensor spreading a control's ramp along the
-# last (time) axis; when scripted, as the plain number the callback was built with
-# (``torch.jit.annotate`` tells TorchScript its type): TorchScript does not compile the branch
-# that ``torch.jit.is_scripting()`` rules out, and could not read a live control anyway. The
-# public properties read through ``self.value``, which TorchScript cannot compile either, so
-# they are listed in ``__jit_unused_properties__``, and ``bend_weight`` has the same two ways
-# (``torchbend.export`` compiles it to bend weights again when a control changes).
 
 
 def add(x: torch.Tensor, bias: float | torch.Tensor) -> torch.Tensor:
@@ -58,27 +48,16 @@ class Bias(BendingCallback):
         tensor([1.5000, 1.5000])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["bias"]
+    bias = Argument(float, neutral=0.0, ramps=True)
 
     def __init__(self, bias: float | Control = 0.0) -> None:
         super().__init__()
-        self.number("bias", bias, check_number("Bias", "bias"))
-
-    @property
-    def bias(self) -> float:
-        """The constant added to the target (a control's current value)."""
-        return self.value("bias")
+        self.bias = bias
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            bias = torch.jit.annotate(float, self._bias)
-        else:
-            bias = self.along("bias", x)
-        return add(x, bias)
+        return add(x, self.along("bias", x))
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            return add(weight, torch.jit.annotate(float, self._bias))
         return add(weight, self.bias)
 
 
@@ -100,27 +79,16 @@ class Scale(BendingCallback):
         tensor([2., 2.])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["scale"]
+    scale = Argument(float, neutral=1.0, ramps=True)
 
     def __init__(self, scale: float | Control = 1.0) -> None:
         super().__init__()
-        self.number("scale", scale, check_number("Scale", "scale"))
-
-    @property
-    def scale(self) -> float:
-        """The factor the target is multiplied by (a control's current value)."""
-        return self.value("scale")
+        self.scale = scale
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            scale = torch.jit.annotate(float, self._scale)
-        else:
-            scale = self.along("scale", x)
-        return multiply(x, scale)
+        return multiply(x, self.along("scale", x))
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            return multiply(weight, torch.jit.annotate(float, self._scale))
         return multiply(weight, self.scale)
 
 
@@ -144,34 +112,16 @@ class Affine(BendingCallback):
         tensor([-1.,  1.,  3.])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["scale", "bias"]
+    scale = Argument(float, neutral=1.0, ramps=True)
+    bias = Argument(float, neutral=0.0, ramps=True)
 
     def __init__(self, scale: float | Control = 1.0, bias: float | Control = 0.0) -> None:
         super().__init__()
-        self.number("scale", scale, check_number("Affine", "scale"))
-        self.number("bias", bias, check_number("Affine", "bias"))
-
-    @property
-    def scale(self) -> float:
-        """The factor the target is multiplied by (a control's current value)."""
-        return self.value("scale")
-
-    @property
-    def bias(self) -> float:
-        """The constant added after scaling (a control's current value)."""
-        return self.value("bias")
+        self.scale = scale
+        self.bias = bias
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            scale = torch.jit.annotate(float, self._scale)
-            bias = torch.jit.annotate(float, self._bias)
-        else:
-            scale = self.along("scale", x)
-            bias = self.along("bias", x)
-        return add(multiply(x, scale), bias)
+        return add(multiply(x, self.along("scale", x)), self.along("bias", x))
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            scale = torch.jit.annotate(float, self._scale)
-            return add(multiply(weight, scale), torch.jit.annotate(float, self._bias))
         return add(multiply(weight, self.scale), self.bias)

@@ -1,39 +1,23 @@
-"""Validation of the arguments callbacks share: axes, seeds, numbers, and their reprs."""
+"""Checks of the structural arguments callbacks share (axes), and seeded draws per target."""
 
 from __future__ import annotations
 
-import inspect
-import math
 import zlib
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 import torch
 
-from ..controls import BendingParameter, ControlView, is_control
 from ..errors import BendingError
 
-if TYPE_CHECKING:
-    from .base import BendingCallback
-
 __all__ = [
-    "Control",
     "as_dim",
     "as_dims",
     "call_axis",
-    "check_bool",
-    "check_int",
-    "check_number",
-    "check_seed",
     "draw_key",
     "kept_shape",
-    "non_default_arguments",
     "normalized_dim",
     "target_generator",
 ]
-
-Control = BendingParameter | ControlView
-"""A live control, or a view of one, given where a callback takes a number."""
 
 
 def as_dims(owner: str, dim: int | Sequence[int] | None) -> list[int] | None:
@@ -95,76 +79,6 @@ def kept_shape(shape: list[int], dims: list[int]) -> list[int]:
     return kept
 
 
-def check_seed(owner: str, seed: int | None) -> int | None:
-    """Check a ``seed=`` argument: an int, or ``None`` for the global random generator."""
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise BendingError(
-            f"{owner}: seed must be an int (or None for torch's global random generator), "
-            f"got {seed!r}"
-        )
-    return seed
-
-
-def check_number(
-    owner: str,
-    arg: str,
-    low: float = -math.inf,
-    high: float = math.inf,
-    meaning: str = "",
-) -> Callable[[Any], float]:
-    """A check for :meth:`BendingCallback.number`: a finite float in ``[low, high]``.
-
-    ``meaning`` says what the argument is, for the error message ("the probability of
-    zeroing an element").
-    """
-
-    def check(value: Any) -> float:
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = math.nan
-        if not (math.isfinite(number) and low <= number <= high):
-            what = f"{arg} is {meaning} and must be" if meaning else f"{arg} must be"
-            if low == -math.inf and high == math.inf:
-                bound = "a finite number"
-            elif high == math.inf:
-                bound = f"a finite number >= {low:g}"
-            elif low == -math.inf:
-                bound = f"a finite number <= {high:g}"
-            else:
-                bound = f"between {low:g} and {high:g}"
-            raise BendingError(f"{owner}: {what} {bound}, got {value!r}")
-        return number
-
-    return check
-
-
-def check_int(owner: str, arg: str, low: int = 0, meaning: str = "") -> Callable[[Any], int]:
-    """A check for :meth:`BendingCallback.number`: an int ``>= low``."""
-
-    def check(value: Any) -> int:
-        # Whole floats pass: a view of an int control (``2 * size``) gives floats.
-        whole = isinstance(value, float) and value.is_integer()
-        is_int = whole or (isinstance(value, int) and not isinstance(value, bool))
-        if not is_int or int(value) < low:
-            what = f"{arg} is {meaning} and must be" if meaning else f"{arg} must be"
-            raise BendingError(f"{owner}: {what} an int >= {low}, got {value!r}")
-        return int(value)
-
-    return check
-
-
-def check_bool(owner: str, arg: str) -> Callable[[Any], bool]:
-    """A check for :meth:`BendingCallback.number`: a bool (or 0 / 1)."""
-
-    def check(value: Any) -> bool:
-        if not (isinstance(value, bool) or value in (0, 1)):
-            raise BendingError(f"{owner}: {arg} must be True or False, got {value!r}")
-        return bool(value)
-
-    return check
-
-
 def target_generator(seed: int | None, name: str) -> torch.Generator | None:
     """A CPU generator for target ``name`` drawn from ``seed`` (``None``: the global RNG).
 
@@ -184,21 +98,3 @@ def draw_key(name: str) -> str:
     the argument derives the state again from the same draw instead of drawing anew.
     """
     return f"{name} (draw)"
-
-
-def _show(value: Any) -> str:
-    return value.name if isinstance(value, BendingParameter) else repr(value)
-
-
-def non_default_arguments(cb: BendingCallback) -> str:
-    """``name=value, ...`` for the arguments of ``cb`` that differ from their defaults.
-
-    Controls are always shown (a :class:`BendingParameter` by its name).
-    """
-    parameters = inspect.signature(type(cb).__init__).parameters
-    shown = []
-    for name, value in cb.arguments().items():
-        default = parameters[name].default
-        if is_control(value) or default is inspect.Parameter.empty or value != default:
-            shown.append(f"{name}={_show(value)}")
-    return ", ".join(shown)

@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from ..controls import BendingParameter, ControlView, current, is_control
+from ..controls import BendingParameter, Control, control_of, is_control
 from ..errors import BendingError
-from .args import non_default_arguments
+from .argument import NO_NEUTRAL, declared
 
 __all__ = ["BendingCallback", "Chain"]
 
@@ -30,6 +30,10 @@ class BendingCallback(nn.Module):
     :meth:`bend_weight` (``bend`` by default), on a copy: the wrapped model's own weights are
     never modified. Activations are bent on every call by :meth:`forward`.
 
+    Numeric arguments are declared once on the class with :class:`Argument`; they may be
+    given live controls, which push their values in (see :meth:`follow`), so that ``bend``
+    reads plain numbers, eagerly and in TorchScript alike.
+
     Notes:
         A callback that holds state shaped like its target (``Mask()`` without ``dim``) only
         fits activations of that shape. Give ``dim=`` to keep the state along some axes only,
@@ -39,17 +43,21 @@ class BendingCallback(nn.Module):
     scriptable: ClassVar[bool] = True
     """Whether ``torch.jit.script`` can compile this callback (checked before exporting)."""
 
-    live_arguments: ClassVar[tuple[str, ...] | None] = None
-    """Numeric arguments whose new values need no state derived again (read as they are at
-    each call), so that an exported module can take them as controls. ``None``: all of them
-    if the callback keeps its default :meth:`control_changed` and no per-target state."""
-
-    __jit_ignored_attributes__: ClassVar[list[str]] = ["scriptable", "live_arguments"]
+    # The controls given as arguments are Python objects TorchScript has no type for; scripted
+    # code reads the numbers they push into the arguments' attributes instead.
+    __jit_ignored_attributes__: ClassVar[list[str]] = ["scriptable", "_controlled"]
 
     def __init__(self) -> None:
         super().__init__()
-        self._state_names: dict[str, str] = {}
-        self._targets: dict[str, tuple[torch.Size, torch.dtype, torch.device]] = {}
+        # Typed by construction rather than annotated: TorchScript warns about annotations of
+        # empty containers in __init__ (and has no use for these bookkeeping dicts).
+        self._state_names = dict[str, str]()
+        self._targets = dict[str, tuple[torch.Size, torch.dtype, torch.device]]()
+        self._controlled = dict[str, Control]()
+        """The arguments given as controls (or views of them), by name."""
+        self._ramps = dict[str, tuple[Any, Any, Any]]()
+        """For each argument declared with ``ramps=True``: its values at the start and at the
+        end of the current call, and its value (see :meth:`along`)."""
 
     # -- to implement -------------------------------------------------------------------------
 
@@ -62,22 +70,34 @@ class BendingCallback(nn.Module):
     ) -> None:
         """Allocate the state this callback needs for target ``name`` (nothing by default)."""
 
-    def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> Any:
-        # Targets registered later in control_changed() must land where the state now lives.
-        super()._apply(fn, recurse)
-        for name, (shape, dtype, device) in list(self._targets.items()):
-            moved = fn(torch.empty(0, dtype=dtype, device=device))
-            self._targets[name] = (shape, moved.dtype, moved.device)
-        return self
-
     def control_changed(self) -> None:
-        """React to a change of one of this callback's controls.
+        """Derive state again after an argument declared with ``derives=True`` changed.
 
         By default, the state of every target is allocated again by :meth:`register_target`,
         so that a new ``seed`` draws new masks and a new ``prob`` applies to them.
         """
         for name, (shape, dtype, device) in self._targets.items():
             self.register_target(name, shape, dtype, device)
+
+    @classmethod
+    def neutral_setting(cls) -> dict[str, Any] | None:
+        """Keyword arguments at which this callback is the identity, bit for bit; ``None`` if it
+        has none (``Lambda``).
+
+        By default, every declared argument that has a ``neutral``, at that value. A callback
+        that declares none must override this method (the identity test requires it).
+        """
+        neutral = {
+            name: argument.neutral
+            for name, argument in declared(cls).items()
+            if argument.neutral is not NO_NEUTRAL
+        }
+        if not neutral:
+            raise BendingError(
+                f"{cls.__name__} declares no neutral setting: give one of its Arguments a "
+                "neutral= value, or override neutral_setting()"
+            )
+        return neutral
 
     # -- entry points -------------------------------------------------------------------------
 
@@ -98,53 +118,76 @@ class BendingCallback(nn.Module):
     def __rshift__(self, other: BendingCallback) -> Chain:
         return Chain(self, other)
 
+    def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> Any:
+        # Targets registered later in control_changed() must land where the state now lives.
+        super()._apply(fn, recurse)
+        for name, (shape, dtype, device) in list(self._targets.items()):
+            moved = fn(torch.empty(0, dtype=dtype, device=device))
+            self._targets[name] = (shape, moved.dtype, moved.device)
+        return self
+
     # -- arguments and controls -----------------------------------------------------------------
 
-    def number(self, arg: str, value: Any, check: Callable[[Any], Any] | None = None) -> None:
-        """Keep numeric argument ``arg`` as ``self._<arg>``: a number, or a live control.
+    def along(self, arg: str, x: torch.Tensor) -> float | torch.Tensor:
+        """Argument ``arg`` (declared with ``ramps=True``) over the call on ``x``: its value,
+        or, while its control ramps, a tensor of ``x.shape[-1]`` values going from the value
+        at the start of the call to the value at its end, which broadcasts along ``x``'s last
+        (time) axis. A scalar ``x`` has no time axis: it gets the value."""
+        ramp = self._ramps.get(arg)
+        if ramp is None:
+            raise BendingError(
+                f"{self.label()} has no argument '{arg}' read along time: declare it with "
+                "Argument(float, ramps=True), and read it only when it is not None"
+            )
+        start, end, value = ramp
+        # A tensor value is a control fed as an input of a program being exported.
+        if isinstance(value, torch.Tensor) or start == end or x.dim() == 0:
+            return value
+        values = torch.linspace(start, end, x.shape[-1] + 1, device=x.device)[1:]
+        if x.is_floating_point():
+            return values.to(x.dtype)
+        return values
 
-        ``check`` validates (and may convert) a number; a control's current value is checked
-        the same way here, and its later values by its own range.
+    def follow(self, control: BendingParameter) -> None:
+        """Take the new value of ``control`` into the arguments it drives.
+
+        The control calls this on every reader when it is set or advances along a ramp; if an
+        argument declared with ``derives=True`` changed, :meth:`control_changed` follows.
         """
-        if is_control(value):
-            if check is not None:
-                check(current(value))
-            setattr(self, "_" + arg, value)
-        else:
-            setattr(self, "_" + arg, check(value) if check is not None else value)
-
-    def value(self, arg: str) -> Any:
-        """Current value of argument ``arg`` (a control's value if it is one)."""
-        return current(getattr(self, "_" + arg))
-
-    def along(self, arg: str, x: torch.Tensor) -> Any:
-        """Value of ``arg`` over the call on ``x``: a number, or, while its control ramps, a
-        tensor spreading the change along ``x``'s last (time) axis."""
-        value = getattr(self, "_" + arg)
-        # A scalar has no time axis to ramp along: it gets the current value.
-        if isinstance(value, (BendingParameter, ControlView)) and value.ramping() and x.dim() > 0:
-            ramp = value.along(x.shape[-1], x.device)
-            if isinstance(ramp, torch.Tensor) and x.is_floating_point():
-                return ramp.to(x.dtype)
-            return ramp
-        return current(value)
+        arguments = declared(type(self))
+        derive = False
+        for name, source in self._controlled.items():
+            if control_of(source) is control:
+                argument = arguments[name]
+                changed = argument.pull(self)
+                derive = derive or (changed and argument.derives)
+        if derive:
+            self.control_changed()
 
     def controls(self) -> list[BendingParameter]:
-        """The controls this callback reads (through any view of them)."""
+        """The controls this callback reads (through any view of them), its inner callbacks'
+        included."""
         found: list[BendingParameter] = []
         for m in self.modules():
-            control = m.control if isinstance(m, ControlView) else m
-            if isinstance(control, BendingParameter) and all(control is not c for c in found):
-                found.append(control)
+            if isinstance(m, BendingCallback):
+                for source in m._controlled.values():
+                    control = control_of(source)
+                    if all(control is not c for c in found):
+                        found.append(control)
         return found
 
     def arguments(self) -> dict[str, Any]:
         """The arguments this callback was built with (controls as themselves), by name."""
+        arguments = declared(type(self))
         args: dict[str, Any] = {}
         for name, param in inspect.signature(type(self).__init__).parameters.items():
             if name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 continue
-            if hasattr(self, "_" + name):
+            if name in self._controlled:
+                args[name] = self._controlled[name]
+            elif name in arguments:
+                args[name] = getattr(self, name)
+            elif hasattr(self, "_" + name):
                 args[name] = getattr(self, "_" + name)
             elif hasattr(self, name):
                 args[name] = getattr(self, name)
@@ -154,6 +197,12 @@ class BendingCallback(nn.Module):
                     f"store it as self.{name} or self._{name} so it can be saved"
                 )
         return args
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        # Controls hold their readers weakly and copy or pickle without them: attach again.
+        for source in self._controlled.values():
+            control_of(source).attach(self)
 
     # -- per-target state ---------------------------------------------------------------------
 
@@ -201,26 +250,45 @@ class BendingCallback(nn.Module):
                 if state.shape[-i] != 1 and state.shape[-i] != x.shape[-i]:
                     fits = False
         if not fits:
-            if torch.jit.is_scripting():
-                owner = "a bending callback"
-            else:
-                owner = repr(self)
             raise BendingError(
-                f"{owner} holds state of shape {list(state.shape)} for '{name}', which was "
-                f"traced with that shape, but was called on a tensor of shape {list(x.shape)}. "
-                f"Give the callback dim= (for instance dim=-2 to act on channels only) so that "
-                f"its state broadcasts over any shape."
+                f"{self.label()} holds state of shape {list(state.shape)} for '{name}', which "
+                f"was traced with that shape, but was called on a tensor of shape "
+                f"{list(x.shape)}. Give the callback dim= (for instance dim=-2 to act on "
+                f"channels only) so that its state broadcasts over any shape."
             )
 
+    # -- printing -------------------------------------------------------------------------------
+
+    def label(self) -> str:
+        """How errors name this callback: its repr (``"a bending callback"`` in TorchScript,
+        which cannot print modules)."""
+        if torch.jit.is_scripting():
+            owner = "a bending callback"
+        else:
+            owner = repr(self)
+        return owner
+
     def extra_repr(self) -> str:
-        """The arguments that differ from their defaults (none if they cannot be recovered)."""
+        """The arguments that differ from their defaults (controls always, by name); none if
+        they cannot be recovered."""
         try:
-            return non_default_arguments(self)
+            arguments = self.arguments()
         except BendingError:
             return ""
+        parameters = inspect.signature(type(self).__init__).parameters
+        shown = []
+        for name, value in arguments.items():
+            default = parameters[name].default
+            if is_control(value) or default is inspect.Parameter.empty or value != default:
+                shown.append(f"{name}={_show(value)}")
+        return ", ".join(shown)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.extra_repr()})"
+
+
+def _show(value: Any) -> str:
+    return value.name if isinstance(value, BendingParameter) else repr(value)
 
 
 class Chain(BendingCallback):
@@ -264,6 +332,10 @@ class Chain(BendingCallback):
     def control_changed(self) -> None:
         for cb in self.chained():
             cb.control_changed()
+
+    @classmethod
+    def neutral_setting(cls) -> dict[str, Any] | None:
+        return {}  # a chain of no callback
 
     def arguments(self) -> dict[str, Any]:
         return {"callbacks": self.chained()}

@@ -8,7 +8,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ..controls import Control
 from ..errors import BendingError
+from .argument import Argument
 from .base import BendingCallback
 
 __all__ = ["Capture", "InterpolateActivation", "InterpolationFromCapture"]
@@ -110,8 +112,9 @@ class Capture(BendingCallback):
         names = dict(line.split("\t") for line in Path(path, "names.txt").read_text().splitlines())
         return {names[str(k)]: td[k] for k in td.keys()}
 
-    def arguments(self) -> dict[str, Any]:
-        return {"capturing": self.capturing}
+    @classmethod
+    def neutral_setting(cls) -> dict[str, Any] | None:
+        return {}  # it leaves what it sees unchanged
 
 
 def _key(name: str) -> str:
@@ -145,7 +148,8 @@ class InterpolateActivation(BendingCallback):
     Args:
         sources: a tensor, or a dict of tensors by target name (as ``get_activations``
             returns, keyed by node name or ``"<method>:<node>"``).
-        weight: mixing weight in [0, 1]; ``0`` is the identity.
+        weight: mixing weight in [0, 1]; ``0`` is the identity. May be a control; while it
+            ramps, the change is spread along time.
 
     Shape:
         - Input: ``[batch, ..., time]``; sources with another batch size are averaged over
@@ -155,12 +159,14 @@ class InterpolateActivation(BendingCallback):
 
     scriptable = False
 
+    weight = Argument(float, low=0.0, high=1.0, neutral=0.0, meaning="a mixing weight", ramps=True)
+
     def __init__(
-        self, sources: torch.Tensor | dict[str, torch.Tensor], weight: float = 0.5
+        self, sources: torch.Tensor | dict[str, torch.Tensor], weight: float | Control = 0.5
     ) -> None:
         super().__init__()
         self.sources = sources
-        self.number("weight", weight, _unit("InterpolateActivation"))
+        self.weight = weight
 
     def _source(self, name: str) -> torch.Tensor:
         if isinstance(self.sources, torch.Tensor):
@@ -170,14 +176,14 @@ class InterpolateActivation(BendingCallback):
             if key in self.sources:
                 return self.sources[key]
         raise BendingError(
-            f"InterpolateActivation has no source for '{name}'; sources: {sorted(self.sources)}"
+            f"{type(self).__name__} has no source for '{name}'; sources: {sorted(self.sources)}"
         )
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         w = self.along("weight", x)
         if isinstance(w, float) and w == 0.0:
             return x
-        source = _fit(self._source(name), x, name, "InterpolateActivation")
+        source = _fit(self._source(name), x, name, type(self).__name__)
         return x + (source - x) * w
 
 
@@ -186,13 +192,15 @@ class InterpolationFromCapture(InterpolateActivation):
 
     Args:
         capture: the Capture whose recordings are mixed in (read at each call).
-        weight: mixing weight in [0, 1]; ``0`` is the identity.
+        weight: mixing weight in [0, 1]; ``0`` is the identity. May be a control.
         index: which captured batch item to use; ``None`` averages them.
     """
 
-    def __init__(self, capture: Capture, weight: float = 0.5, index: int | None = None) -> None:
+    def __init__(
+        self, capture: Capture, weight: float | Control = 0.5, index: int | None = None
+    ) -> None:
         if not isinstance(capture, Capture):
-            raise BendingError(f"InterpolationFromCapture takes a Capture, got {capture!r}")
+            raise BendingError(f"{type(self).__name__} takes a Capture, got {capture!r}")
         super().__init__({}, weight)
         self.capture = capture
         self.index = index
@@ -206,13 +214,3 @@ class InterpolationFromCapture(InterpolateActivation):
             )
         source = captures[name]
         return source if self.index is None else source[self.index : self.index + 1]
-
-
-def _unit(owner: str) -> Any:
-    def check(value: Any) -> float:
-        value = float(value)
-        if not 0.0 <= value <= 1.0:
-            raise BendingError(f"{owner}: weight must be between 0 and 1, got {value}")
-        return value
-
-    return check

@@ -2,32 +2,14 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-from typing import Any, ClassVar, Optional
-
 import torch
 
+from ..controls import Control
 from ..errors import BendingError
-from .args import Control
+from .argument import Argument
 from .base import BendingCallback
 
 __all__ = ["Clamp"]
-
-
-def _bound(arg: str) -> Callable[[Any], float | None]:
-    def check(value: Any) -> float | None:
-        if value is None:
-            return None
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = math.nan
-        if math.isnan(number):
-            raise BendingError(f"Clamp: {arg} must be a number or None (no bound), got {value!r}")
-        return number
-
-    return check
 
 
 def clamp(
@@ -69,7 +51,8 @@ class Clamp(BendingCallback):
         tensor([-1.0000,  0.0000,  0.5000])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["min", "max"]
+    min = Argument(float, neutral=None, none="no bound", finite=False, ramps=True)
+    max = Argument(float, neutral=None, none="no bound", finite=False, ramps=True)
 
     def __init__(
         self,
@@ -77,34 +60,24 @@ class Clamp(BendingCallback):
         max: float | Control | None = None,
     ) -> None:
         super().__init__()
-        self.number("min", min, _bound("min"))
-        self.number("max", max, _bound("max"))
-        low, high = self.min, self.max
-        if low is not None and high is not None and low > high:
-            raise BendingError(f"Clamp: min={low} is greater than max={high}; give min <= max")
-
-    @property
-    def min(self) -> float | None:
-        """Lower bound (``None``: none; a control's current value)."""
-        return self.value("min")
-
-    @property
-    def max(self) -> float | None:
-        """Upper bound (``None``: none; a control's current value)."""
-        return self.value("max")
+        self.min = min
+        self.max = max
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise BendingError(
+                f"{type(self).__name__}: min={self.min} is greater than max={self.max}; "
+                "give min <= max"
+            )
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            low = torch.jit.annotate(Optional[float], self._min)  # noqa: UP045 - a runtime type
-            high = torch.jit.annotate(Optional[float], self._max)  # noqa: UP045
-            if low is None and high is None:
-                return x
-            return torch.clamp(x, low, high)
-        low = None if self._min is None else self.along("min", x)
-        high = None if self._max is None else self.along("max", x)
-        return clamp(x, low, high)
+        # Locals: TorchScript refines an Optional local, not an attribute, by ``is None``.
+        low, high = self.min, self.max
+        if low is None and high is None:
+            return x
+        return clamp(
+            x,
+            None if low is None else self.along("min", x),
+            None if high is None else self.along("max", x),
+        )
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            return self.bend(weight, name)  # scripted, bend reads the plain numbers
         return clamp(weight, self.min, self.max)

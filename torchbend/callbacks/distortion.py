@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Optional
 
 import torch
 
+from ..controls import Control
 from ..errors import BendingError
-from .args import Control, check_bool, check_int, check_number
+from .argument import Argument
 from .base import BendingCallback
 
 __all__ = ["Invert", "Quantize", "SoftClip", "Spread", "Tanh"]
@@ -84,27 +84,16 @@ class SoftClip(BendingCallback):
         tensor([-1.0373, -1.0000,  0.0000,  0.7900,  1.0000])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["drive"]
+    drive = Argument(float, low=0.0, neutral=0.0, ramps=True)
 
     def __init__(self, drive: float | Control = 0.0) -> None:
         super().__init__()
-        self.number("drive", drive, check_number("SoftClip", "drive", 0.0))
-
-    @property
-    def drive(self) -> float:
-        """How hard the target is clipped (a control's current value)."""
-        return self.value("drive")
+        self.drive = drive
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            drive = torch.jit.annotate(float, self._drive)
-        else:
-            drive = self.along("drive", x)
-        return soft_clip(x, drive)
+        return soft_clip(x, self.along("drive", x))
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            return self.bend(weight, name)  # scripted, bend reads the plain numbers
         return soft_clip(weight, self.drive)
 
 
@@ -125,23 +114,14 @@ class Tanh(BendingCallback):
         tensor([0.0000, 0.7616, 1.0000])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["active"]
+    active = Argument(bool, neutral=False)
 
     def __init__(self, active: bool | Control = True) -> None:
         super().__init__()
-        self.number("active", active, check_bool("Tanh", "active"))
-
-    @property
-    def active(self) -> bool:
-        """Whether ``tanh`` is applied (a control's current value)."""
-        return bool(self.value("active"))
+        self.active = active
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            active = torch.jit.annotate(bool, self._active)
-        else:
-            active = self.active
-        if not active:
+        if not self.active:
             return x
         return torch.tanh(x)
 
@@ -169,37 +149,17 @@ class Quantize(BendingCallback):
         tensor([-3., -1.,  1.,  1.,  3.])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["bits"]
+    bits = Argument(int, low=0, high=MAX_BITS, neutral=0, none="", meaning="a bit depth")
 
     def __init__(self, bits: int | Control | None = None) -> None:
         super().__init__()
-        self.number("bits", bits, _check_bits)
-
-    @property
-    def bits(self) -> int | None:
-        """Bit depth (``None``: off; a control's current value, brought into 0 to 32)."""
-        bits = self.value("bits")
-        return None if bits is None else min(max(int(bits), 0), MAX_BITS)
+        self.bits = bits
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            bits = torch.jit.annotate(Optional[int], self._bits)  # noqa: UP045 - a runtime type
-        else:
-            bits = self.bits
+        bits = self.bits
         if bits is None:
             return x
         return quantize(x, bits)
-
-
-def _check_bits(bits: int | None) -> int | None:
-    if bits is None:
-        return None
-    bits = check_int("Quantize", "bits", 0, "a bit depth")(bits)
-    if bits > MAX_BITS:
-        raise BendingError(
-            f"Quantize: bits is a bit depth and must be at most {MAX_BITS}, got {bits}"
-        )
-    return bits
 
 
 INVERT_MODES = ("sign", "one_minus")
@@ -227,28 +187,20 @@ class Invert(BendingCallback):
         (tensor([-0.0000, -0.2500, -1.0000]), tensor([1.0000, 0.7500, 0.0000]))
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["active"]
+    active = Argument(bool, neutral=False)
 
     def __init__(self, mode: str = "sign", active: bool | Control = True) -> None:
         super().__init__()
         if mode not in INVERT_MODES:
             raise BendingError(
-                f"Invert: mode must be one of {', '.join(map(repr, INVERT_MODES))}, got {mode!r}"
+                f"{type(self).__name__}: mode must be one of "
+                f"{', '.join(map(repr, INVERT_MODES))}, got {mode!r}"
             )
         self.mode = mode
-        self.number("active", active, check_bool("Invert", "active"))
-
-    @property
-    def active(self) -> bool:
-        """Whether the inversion is applied (a control's current value)."""
-        return bool(self.value("active"))
+        self.active = active
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            active = torch.jit.annotate(bool, self._active)
-        else:
-            active = self.active
-        if not active:
+        if not self.active:
             return x
         if self.mode == "one_minus":
             return 1 - x
@@ -278,25 +230,14 @@ class Spread(BendingCallback):
         tensor([0., 2., 4.])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["amount"]
+    amount = Argument(float, neutral=0.0, ramps=True)
 
     def __init__(self, amount: float | Control = 0.0) -> None:
         super().__init__()
-        self.number("amount", amount, check_number("Spread", "amount"))
-
-    @property
-    def amount(self) -> float:
-        """The change of distance to the mean (a control's current value)."""
-        return self.value("amount")
+        self.amount = amount
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            amount = torch.jit.annotate(float, self._amount)
-        else:
-            amount = self.along("amount", x)
-        return spread(x, amount)
+        return spread(x, self.along("amount", x))
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            return self.bend(weight, name)  # scripted, bend reads the plain numbers
         return spread(weight, self.amount)

@@ -4,21 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
 
 import torch
 
+from ..controls import Control
 from ..errors import BendingError
-from .args import (
-    Control,
-    as_dim,
-    as_dims,
-    call_axis,
-    check_bool,
-    check_number,
-    kept_shape,
-    normalized_dim,
-)
+from .args import as_dim, as_dims, call_axis, kept_shape, normalized_dim
+from .argument import Argument
 from .base import BendingCallback
 
 __all__ = ["Flip", "Roll", "TimeStretch"]
@@ -78,21 +70,14 @@ class Roll(BendingCallback):
         tensor([6., 7., 0., 1., 2., 3., 4., 5.])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["shift"]
+    shift = Argument(
+        float, low=-1.0, high=1.0, neutral=0.0, meaning="a fraction of the size along dim"
+    )
 
     def __init__(self, shift: float | Control = 0.0, dim: int = -1) -> None:
         super().__init__()
-        self.number(
-            "shift",
-            shift,
-            check_number("Roll", "shift", -1.0, 1.0, "a fraction of the size along dim"),
-        )
-        self.dim = as_dim("Roll", dim)
-
-    @property
-    def shift(self) -> float:
-        """The shift, as a fraction of the size along ``dim`` (a control's current value)."""
-        return self.value("shift")
+        self.shift = shift
+        self.dim = as_dim(type(self).__name__, dim)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -100,12 +85,7 @@ class Roll(BendingCallback):
         normalized_dim(repr(self), self.dim, shape, name)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        dim = call_axis(x, self.dim, "Roll", name)
-        if torch.jit.is_scripting():
-            shift = torch.jit.annotate(float, self._shift)
-        else:
-            shift = self.shift
-        return roll(x, shift, dim)
+        return roll(x, self.shift, call_axis(x, self.dim, self.label(), name))
 
 
 class Flip(BendingCallback):
@@ -127,21 +107,18 @@ class Flip(BendingCallback):
         tensor([[3., 2., 1.]])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["active"]
+    active = Argument(bool, neutral=False)
 
     def __init__(self, dim: int | Sequence[int] = -1, active: bool | Control = True) -> None:
         super().__init__()
-        dims = as_dims("Flip", dim)
+        dims = as_dims(type(self).__name__, dim)
         if not dims:
-            raise BendingError(f"Flip: dim must name at least one axis, got {dim!r}")
+            raise BendingError(
+                f"{type(self).__name__}: dim must name at least one axis, got {dim!r}"
+            )
         self.dim = dim
         self.dims = dims
-        self.number("active", active, check_bool("Flip", "active"))
-
-    @property
-    def active(self) -> bool:
-        """Whether the flip is applied (a control's current value)."""
-        return bool(self.value("active"))
+        self.active = active
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -152,13 +129,10 @@ class Flip(BendingCallback):
             raise BendingError(f"{self!r} cannot bend '{name}': {e}") from None
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            active = torch.jit.annotate(bool, self._active)
-        else:
-            active = self.active
-        if not active:
+        if not self.active:
             return x
-        dims = [call_axis(x, d, "Flip", name) for d in self.dims]
+        label = self.label()
+        dims = [call_axis(x, d, label, name) for d in self.dims]
         return torch.flip(x, dims)
 
 
@@ -187,16 +161,11 @@ class TimeStretch(BendingCallback):
         tensor([0., 2., 4., 4., 4.])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["factor"]
+    factor = Argument(float, low=0.0, neutral=1.0, meaning="a speed")
 
     def __init__(self, factor: float | Control = 1.0) -> None:
         super().__init__()
-        self.number("factor", factor, check_number("TimeStretch", "factor", 0.0, meaning="a speed"))
-
-    @property
-    def factor(self) -> float:
-        """The reading speed (a control's current value)."""
-        return self.value("factor")
+        self.factor = factor
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -205,10 +174,6 @@ class TimeStretch(BendingCallback):
             raise BendingError(f"{self!r} cannot bend '{name}': it is a scalar, with no time axis")
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            factor = torch.jit.annotate(float, self._factor)
-        else:
-            factor = self.factor
-        if factor == 1.0 or x.dim() == 0:
+        if self.factor == 1.0 or x.dim() == 0:
             return x
-        return stretch(x, factor)
+        return stretch(x, self.factor)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 
@@ -16,7 +16,7 @@ __all__ = ["Lambda"]
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-def _takes_name(fn: Callable[..., torch.Tensor]) -> bool:
+def _takes_name(owner: str, fn: Callable[..., torch.Tensor]) -> bool:
     """Whether ``fn`` is to be called as ``fn(x, name)`` rather than ``fn(x)``."""
     try:
         parameters = inspect.signature(fn).parameters.values()
@@ -25,7 +25,7 @@ def _takes_name(fn: Callable[..., torch.Tensor]) -> bool:
     required = [p for p in parameters if p.kind in _POSITIONAL and p.default is p.empty]
     if len(required) > 2:
         raise BendingError(
-            f"Lambda: fn must take the tensor (and optionally the target's name) as "
+            f"{owner}: fn must take the tensor (and optionally the target's name) as "
             f"positional arguments, but {_fn_name(fn)}{inspect.signature(fn)} requires "
             f"{len(required)}"
         )
@@ -69,11 +69,15 @@ class Lambda(BendingCallback):
         super().__init__()
         if not callable(fn):
             raise BendingError(
-                f"Lambda: fn must be a callable taking a tensor (and optionally the target's "
-                f"name) and returning a tensor, got {type(fn).__name__}: {fn!r}"
+                f"{type(self).__name__}: fn must be a callable taking a tensor (and optionally "
+                f"the target's name) and returning a tensor, got {type(fn).__name__}: {fn!r}"
             )
         self.fn = fn
-        self.takes_name = _takes_name(fn)
+        self.takes_name = _takes_name(type(self).__name__, fn)
+
+    @classmethod
+    def neutral_setting(cls) -> dict[str, Any] | None:
+        return None  # fn decides
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         y = self.fn(x, name) if self.takes_name else self.fn(x)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..errors import BendingError, closest
 from .base import BendingCallback
+from .registry import ALIASES, CALLBACKS
 
 __all__ = ["PACKAGE", "callback_from_name", "load_callbacks"]
 
@@ -178,18 +179,10 @@ def callback_from_name(name: str) -> type[BendingCallback]:
 
 
 def _own_callback(name: str) -> type[BendingCallback]:
-    from .. import callbacks
-
-    found = getattr(callbacks, name, None)
-    if inspect.isclass(found) and issubclass(found, BendingCallback):
+    found = CALLBACKS.get(name) or ALIASES.get(name)
+    if found is not None:
         return found
-    own = [
-        n
-        for n in callbacks.__all__
-        if inspect.isclass(getattr(callbacks, n))
-        and issubclass(getattr(callbacks, n), BendingCallback)
-    ]
-    hint = closest(name, own)
+    hint = closest(name, list(CALLBACKS))
     raise BendingError(
         f"torchbend has no callback {name!r}"
         + (f" (did you mean {hint[0]!r}?)" if hint else "")

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 import torch
 
+from ..controls import Control
 from ..errors import BendingError
-from .args import (
-    Control,
-    as_dims,
-    check_number,
-    draw_key,
-    kept_shape,
-    target_generator,
-)
+from .args import as_dims, draw_key, kept_shape, target_generator
+from .argument import Argument
 from .seeded import Seeded
 
 __all__ = ["Mask"]
@@ -59,7 +53,14 @@ class Mask(Seeded):
                  [1., 1., 1., 1., 1.]]])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["prob", "seed"]
+    prob = Argument(
+        float,
+        low=0.0,
+        high=1.0,
+        neutral=0.0,
+        meaning="the probability of zeroing an element",
+        derives=True,
+    )
 
     def __init__(
         self,
@@ -67,20 +68,10 @@ class Mask(Seeded):
         dim: int | Sequence[int] | None = None,
         seed: int | Control | None = None,
     ) -> None:
-        super().__init__()
-        self.number(
-            "prob",
-            prob,
-            check_number("Mask", "prob", 0.0, 1.0, "the probability of zeroing an element"),
-        )
+        super().__init__(seed)
+        self.prob = prob
         self.dim = dim
-        self.dims = as_dims("Mask", dim)
-        self.seeded("Mask", seed)
-
-    @property
-    def prob(self) -> float:
-        """Probability of zeroing an element (a control's current value)."""
-        return self.value("prob")
+        self.dims = as_dims(type(self).__name__, dim)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -104,10 +95,6 @@ class Mask(Seeded):
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         mask = self.state(name)
         self.check_broadcast(mask, x, name)
-        if torch.jit.is_scripting():
-            prob = torch.jit.annotate(float, self._prob)
-        else:
-            prob = self.prob
-        if prob == 0.0:
+        if self.prob == 0.0:
             return x
         return x * mask

@@ -6,8 +6,9 @@ from typing import ClassVar
 
 import torch
 
+from ..controls import Control
 from ..errors import BendingError
-from .args import Control, check_int
+from .argument import Argument
 from .base import BendingCallback
 
 __all__ = ["Dilate", "Erode"]
@@ -37,19 +38,14 @@ def morphology(x: torch.Tensor, size: int, maximum: bool) -> torch.Tensor:
 
 
 class _Morphology(BendingCallback):
-    __jit_unused_properties__: ClassVar[list[str]] = ["size"]
+    size = Argument(int, low=1, neutral=1, meaning="a window in samples")
     takes_maximum: ClassVar[bool] = True
 
     def __init__(self, size: int | Control = 1) -> None:
         super().__init__()
         # An instance attribute: TorchScript does not read class attributes of modules.
         self.maximum = self.takes_maximum
-        self.number("size", size, check_int(type(self).__name__, "size", 1, "a window in samples"))
-
-    @property
-    def size(self) -> int:
-        """Width of the window, in samples (a control's current value, at least 1)."""
-        return max(int(self.value("size")), 1)
+        self.size = size
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -58,13 +54,9 @@ class _Morphology(BendingCallback):
             raise BendingError(f"{self!r} cannot bend '{name}': it is a scalar, with no time axis")
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            size = torch.jit.annotate(int, self._size)
-        else:
-            size = self.size
-        if size == 1 or x.dim() == 0:
+        if self.size == 1 or x.dim() == 0:
             return x
-        return morphology(x, size, self.maximum)
+        return morphology(x, self.size, self.maximum)
 
 
 class Erode(_Morphology):

@@ -1,27 +1,21 @@
 """Noise: add or multiply Gaussian noise, drawn afresh at every call of an activation."""
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 import torch
 
+from ..controls import Control
 from ..errors import BendingError
-from .args import (
-    Control,
-    as_dims,
-    check_number,
-    check_seed,
-    kept_shape,
-    target_generator,
-)
-from .base import BendingCallback
+from .args import as_dims, kept_shape, target_generator
+from .argument import Argument
+from .seeded import Seeded
 
 __all__ = ["Noise", "Normal"]
 
 OPS = ("add", "mul")
 
 
-class Noise(BendingCallback):
+class Noise(Seeded):
     """Add Gaussian noise to the target, or multiply it by noise around 1.
 
     With ``n`` standard normal noise, ``op="add"`` gives ``x + std * n`` and ``op="mul"`` gives
@@ -69,9 +63,7 @@ class Noise(BendingCallback):
     dims: list[int] | None
     """The axes the noise varies along (``None``: every axis)."""
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["std", "seed"]
-
-    live_arguments: ClassVar[tuple[str, ...] | None] = ("std",)
+    std = Argument(float, low=0.0, neutral=0.0, meaning="a standard deviation", ramps=True)
 
     def __init__(
         self,
@@ -80,33 +72,21 @@ class Noise(BendingCallback):
         dim: int | Sequence[int] | None = None,
         seed: int | Control | None = None,
     ) -> None:
-        super().__init__()
-        self.number("std", std, check_number("Noise", "std", 0.0, meaning="a standard deviation"))
+        super().__init__(seed)
+        self.std = std
         if op not in OPS:
-            raise BendingError(f"Noise: op must be one of {', '.join(map(repr, OPS))}, got {op!r}")
+            raise BendingError(
+                f"{type(self).__name__}: op must be one of {', '.join(map(repr, OPS))}, got {op!r}"
+            )
         self.op = op
         self.dim = dim
-        self.dims = as_dims("Noise", dim)
-        self.number("seed", seed, lambda s: check_seed("Noise", s))
-        self._drawn_seed = self.seed
+        self.dims = as_dims(type(self).__name__, dim)
+        self.redraw()
+
+    def redraw(self) -> None:
+        # The activations' noise comes from one generator, started again from a new seed;
+        # a weight's noise is drawn when it is bent, from the seed and its name.
         self.generator = None if self.seed is None else torch.Generator().manual_seed(self.seed)
-
-    @property
-    def std(self) -> float:
-        """Standard deviation of the noise (a control's current value)."""
-        return self.value("std")
-
-    @property
-    def seed(self) -> int | None:
-        """Seed of the noise (a control's current value)."""
-        seed = self.value("seed")
-        return None if seed is None else int(seed)
-
-    def control_changed(self) -> None:
-        seed = self.seed
-        if seed != self._drawn_seed:
-            self._drawn_seed = seed
-            self.generator = None if seed is None else torch.Generator().manual_seed(seed)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -118,11 +98,7 @@ class Noise(BendingCallback):
                 raise BendingError(f"{self!r} cannot bend '{name}': {e}") from None
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            std = torch.jit.annotate(float, self._std)
-        else:
-            std = self.along("std", x)
-        return self._add_noise(x, self.generator, std)
+        return self._add_noise(x, self.generator, self.along("std", x))
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
         return self._add_noise(weight, target_generator(self.seed, name), self.std)

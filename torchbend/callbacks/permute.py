@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import torch
 
+from ..controls import Control
 from ..errors import BendingError
-from .args import (
-    Control,
-    as_dim,
-    check_number,
-    draw_key,
-    normalized_dim,
-    target_generator,
-)
+from .args import as_dim, call_axis, draw_key, normalized_dim, target_generator
+from .argument import Argument
 from .seeded import Seeded
 
 __all__ = ["Permute"]
@@ -54,24 +47,21 @@ class Permute(Seeded):
         tensor([0., 2., 4., 1., 3.])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["amount", "seed"]
+    amount = Argument(
+        float,
+        low=0.0,
+        high=1.0,
+        neutral=0.0,
+        meaning="the fraction of indices shuffled",
+        derives=True,
+    )
 
     def __init__(
         self, dim: int = -2, seed: int | Control | None = None, amount: float | Control = 1.0
     ) -> None:
-        super().__init__()
-        self.dim = as_dim("Permute", dim)
-        self.seeded("Permute", seed)
-        self.number(
-            "amount",
-            amount,
-            check_number("Permute", "amount", 0.0, 1.0, "the fraction of indices shuffled"),
-        )
-
-    @property
-    def amount(self) -> float:
-        """Fraction of the indices that take part in the shuffle (a control's current value)."""
-        return self.value("amount")
+        super().__init__(seed)
+        self.dim = as_dim(type(self).__name__, dim)
+        self.amount = amount
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -88,32 +78,20 @@ class Permute(Seeded):
     ) -> None:
         order, shuffle = self.state(draw_key(name))
         size = order.shape[0]
-        moved = order[: round(min(max(self.amount, 0.0), 1.0) * size)]
+        moved = order[: round(self.amount * size)]
         permutation = torch.arange(size, device=order.device)
         permutation[moved] = moved[shuffle[: len(moved)].argsort()]
         self.add_state(name, permutation)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         permutation = self.state(name)
-        rank = x.dim()
-        dim = self.dim
-        if dim < -rank or dim >= rank:
-            raise BendingError(
-                f"Permute(dim={dim}) cannot bend '{name}': it was called on a tensor of shape "
-                f"{list(x.shape)}, which has no axis {dim}"
-            )
-        if dim < 0:
-            dim += rank
+        dim = call_axis(x, self.dim, self.label(), name)
         if x.shape[dim] != permutation.shape[0]:
             raise BendingError(
-                f"Permute(dim={self.dim}) holds a permutation of {permutation.shape[0]} indices "
-                f"for '{name}' (its traced size along dim={self.dim}), but was called on a "
-                f"tensor of shape {list(x.shape)}, of size {x.shape[dim]} along that axis"
+                f"{self.label()} holds a permutation of {permutation.shape[0]} indices for "
+                f"'{name}' (its traced size along dim={self.dim}), but was called on a tensor "
+                f"of shape {list(x.shape)}, of size {x.shape[dim]} along that axis"
             )
-        if torch.jit.is_scripting():
-            amount = torch.jit.annotate(float, self._amount)
-        else:
-            amount = self.amount
-        if amount == 0.0:
+        if self.amount == 0.0:
             return x
         return x.index_select(dim, permutation)

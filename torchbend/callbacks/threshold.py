@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import ClassVar
 
 import torch
 
-from .args import (
-    Control,
-    as_dim,
-    call_axis,
-    check_number,
-    normalized_dim,
-)
+from ..controls import Control
+from .args import as_dim, call_axis, normalized_dim
+from .argument import Argument
 from .base import BendingCallback
 
 __all__ = ["Threshold", "ThresholdActivation"]
@@ -36,8 +31,7 @@ class Threshold(BendingCallback):
         value: the threshold, ``>= 0``, in the target's own units: elements with
             ``|x| < value`` become 0, the others are kept as they are. ``0`` is the
             identity. May be a control; while it ramps, activations get the change spread
-            along their last axis. (Read it with ``cb.value("value")``: ``value`` is also
-            the name of :meth:`BendingCallback.value`.)
+            along their last axis.
 
     Shape:
         - Input: any.
@@ -50,21 +44,17 @@ class Threshold(BendingCallback):
         tensor([-1.0000,  0.0000,  0.0000,  0.7000])
     """
 
+    value = Argument(float, low=0.0, neutral=0.0, meaning="a magnitude", ramps=True)
+
     def __init__(self, value: float | Control = 0.0) -> None:
         super().__init__()
-        self.number("value", value, check_number("Threshold", "value", 0.0, meaning="a magnitude"))
+        self.value = value
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            value = torch.jit.annotate(float, self._value)
-        else:
-            value = self.along("value", x)
-        return threshold(x, value)
+        return threshold(x, self.along("value", x))
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
-        if torch.jit.is_scripting():
-            return self.bend(weight, name)  # scripted, bend reads the plain numbers
-        return threshold(weight, self.value("value"))
+        return threshold(weight, self.value)
 
 
 class ThresholdActivation(BendingCallback):
@@ -97,21 +87,12 @@ class ThresholdActivation(BendingCallback):
                 [ 2., -2.]])
     """
 
-    __jit_unused_properties__: ClassVar[list[str]] = ["keep"]
+    keep = Argument(float, low=0.0, high=1.0, neutral=1.0, meaning="the fraction of channels kept")
 
     def __init__(self, keep: float | Control = 1.0, dim: int = -2) -> None:
         super().__init__()
-        self.number(
-            "keep",
-            keep,
-            check_number("ThresholdActivation", "keep", 0.0, 1.0, "the fraction of channels kept"),
-        )
-        self.dim = as_dim("ThresholdActivation", dim)
-
-    @property
-    def keep(self) -> float:
-        """Fraction of the channels kept (a control's current value)."""
-        return self.value("keep")
+        self.keep = keep
+        self.dim = as_dim(type(self).__name__, dim)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -119,14 +100,10 @@ class ThresholdActivation(BendingCallback):
         normalized_dim(repr(self), self.dim, shape, name)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        dim = call_axis(x, self.dim, "ThresholdActivation", name)
-        if torch.jit.is_scripting():
-            keep = torch.jit.annotate(float, self._keep)
-        else:
-            keep = self.keep
+        dim = call_axis(x, self.dim, self.label(), name)
         size = x.shape[dim]
-        kept = math.floor(min(max(keep, 0.0), 1.0) * size + 0.5)
-        if keep == 1.0 or kept == size:
+        kept = math.floor(self.keep * size + 0.5)
+        if self.keep == 1.0 or kept == size:
             return x
         strength = x.detach().abs().float().movedim(dim, 0).reshape(size, -1).mean(1)
         chosen = torch.zeros(size, dtype=torch.bool, device=x.device)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,14 +39,10 @@ class _ControlsAsInputs(nn.Module):
         self.controls = dict(controls)
 
     def forward(self, **kwargs: Any) -> Any:
-        saved = {name: c.value for name, c in self.controls.items()}
-        try:
+        with contextlib.ExitStack() as stack:
             for name, c in self.controls.items():
-                c.value = kwargs[name]
+                stack.enter_context(c.tensor_input(kwargs[name]))
             return self.gm(**{n: kwargs[n] for n in self.inputs})
-        finally:
-            for name, c in self.controls.items():
-                c.value = saved[name]
 
 
 class _TensorDictKeywords(nn.Module):

@@ -14,8 +14,9 @@ import torch
 import torch.fx
 from torch import nn
 
+from ..callbacks.argument import Argument, declared
 from ..callbacks.base import BendingCallback, Chain
-from ..controls import BendingParameter, ControlView, current
+from ..controls import BendingParameter, Control, control_of
 from ..errors import ExportError
 from ..rewriting import SLOTS, ActivationSlot, build_graph_module
 from ..tracing.surgery import strip_guards
@@ -33,12 +34,12 @@ __all__ = [
     "torchscript",
 ]
 
-# How controls reach scripted callbacks. Callbacks read their numeric arguments in two ways
-# (see torchbend/callbacks/affine.py): eagerly through ``self.along``, which follows a live
-# control; when scripted, as a plain number attribute ``self._<arg>``, because TorchScript
-# types every attribute once and cannot call a control's Python ``get``. So each callback is
-# exported as a copy whose control attributes are replaced by their current numbers, and each
-# ``set_<control>`` of the exported module assigns the new number to every copy that reads it.
+# How controls reach scripted callbacks. A callback reads its declared arguments as plain
+# number attributes, into which controls push their values when they change
+# (torchbend/callbacks/argument.py); the controls themselves are Python objects that
+# TorchScript ignores. So each callback is exported as a copy, and each ``set_<control>`` of
+# the exported module assigns the new number to every copy that reads it, as the control would
+# push it (``Argument.assignments``).
 # TorchScript duplicates a submodule met at two places of a module tree unless it is already
 # scripted: the copies are scripted first, so that the slots of every method and the container
 # share one object, and one assignment reaches them all (``torch.jit.save`` keeps the sharing).
@@ -96,8 +97,8 @@ class ExportedModule(nn.Module):
 @dataclass
 class _Control:
     control: BendingParameter
-    writes: list[tuple[int, str, str]] = field(default_factory=list)
-    """``(callback index, attribute, TorchScript expression of value)`` to assign on set."""
+    writes: list[tuple[int, Argument, Control]] = field(default_factory=list)
+    """``(callback index, argument, what drives it)``: the arguments to assign on set."""
     weights: list[int] = field(default_factory=list)
     """Indices of the weights bent again on set."""
 
@@ -112,18 +113,6 @@ def _leaves(cb: BendingCallback) -> list[BendingCallback]:
     if isinstance(cb, Chain):
         return [leaf for inner in cb.chained() for leaf in _leaves(inner)]
     return [cb]
-
-
-def _control_attributes(cb: BendingCallback) -> dict[str, BendingParameter | ControlView]:
-    return {
-        name: m
-        for name, m in cb._modules.items()
-        if name.startswith("_") and isinstance(m, (BendingParameter, ControlView))
-    }
-
-
-def _control_of(value: BendingParameter | ControlView) -> BendingParameter:
-    return value.control if isinstance(value, ControlView) else value
 
 
 class ExportPlan:
@@ -218,9 +207,7 @@ class ExportPlan:
     def _plan_control(self, name: str, control: BendingParameter) -> _Control:
         plan = _Control(control)
         for i, leaf in enumerate(self.leaves):
-            found = {
-                a: v for a, v in _control_attributes(leaf).items() if _control_of(v) is control
-            }
+            found = {a: v for a, v in leaf._controlled.items() if control_of(v) is control}
             if not found and control not in leaf.controls():
                 continue
             if not found:
@@ -228,14 +215,8 @@ class ExportPlan:
                     f"control {name!r} is read by {leaf!r} other than through one of its "
                     "numeric arguments; the scripted module could not follow it"
                 )
-            live = leaf.live_arguments
-            if live is None:
-                stateful = type(leaf).control_changed is not BendingCallback.control_changed or (
-                    leaf._state_names
-                    and type(leaf).register_target is not BendingCallback.register_target
-                )
-                live = () if stateful else tuple(a[1:] for a in found)
-            derived = [a[1:] for a in found if a[1:] not in live]
+            arguments = declared(type(leaf))
+            derived = [a for a in found if arguments[a].derives]
             if derived:
                 raise ExportError(
                     f"control {name!r} drives {', '.join(derived)} of {leaf!r}, which derives "
@@ -243,8 +224,7 @@ class ExportPlan:
                     f"scripted module cannot do that. Give {type(leaf).__name__} a number "
                     "instead of the control to export it."
                 )
-            for attr, value in found.items():
-                plan.writes.append((i, attr, _expression(value, current(value))))
+            plan.writes += [(i, arguments[arg], source) for arg, source in found.items()]
         return plan
 
     # -- building --------------------------------------------------------------------------------
@@ -268,10 +248,6 @@ class ExportPlan:
 
     def _script_callback(self, leaf: BendingCallback, weights: bool) -> nn.Module:
         cb = copy.deepcopy(leaf)
-        for attr, value in _control_attributes(cb).items():
-            number = current(value)
-            delattr(cb, attr)
-            setattr(cb, attr, number)
         wrapper = ScriptedWeightCallback(cb) if weights else ScriptedCallback(cb)
         try:
             return _script(wrapper)
@@ -367,7 +343,9 @@ def _control_source(name: str, c: _Control, getters: str) -> list[str]:
             f"        value = min(max(value, {lo}), {hi})" if control.clamp else "        return -1"
         ]
     lines += [f"    self.tb_control_{name} = value"]
-    lines += [f"    self.tb_callback_{i}.callback.{a} = {expr}" for i, a, expr in c.writes]
+    for i, argument, source in c.writes:
+        assignments = argument.assignments(f"self.tb_callback_{i}.callback", source, "value")
+        lines += ["    " + line for line in assignments]
     lines += [f"    self.tb_rebend_{k}()" for k in c.weights]
     lines += ["    return 0"]
     if getters == "tuple":
@@ -380,22 +358,10 @@ def _control_source(name: str, c: _Control, getters: str) -> list[str]:
     return lines
 
 
-def _expression(value: BendingParameter | ControlView, number: Any) -> str:
-    """TorchScript expression of what ``value`` reads, from the control's new ``value``."""
-    if isinstance(value, ControlView):
-        expr = f"float(value) * {value.scale!r} + {value.offset!r}"
-    else:
-        expr = "value"
-    if isinstance(number, bool):
-        return f"bool({expr})"
-    if isinstance(number, int):
-        return f"int({expr})"
-    return f"float({expr})"
-
-
 def _script(module: nn.Module) -> torch.jit.ScriptModule:
     with warnings.catch_warnings():
-        # Raised for BendingCallback's bookkeeping dicts, which scripted code never reads.
+        # Raised for empty containers annotated in a model's __init__, which TorchScript then
+        # leaves out: an error follows only if scripted code reads them.
         warnings.filterwarnings("ignore", "The TorchScript type system doesn't support")
         return torch.jit.script(module)
 

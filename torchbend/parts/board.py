@@ -63,11 +63,8 @@ class ControlBoard:
                 + did_you_mean(name, controls)
             )
         control, readers = controls[name]
-        control.set(value)
-        weights: list[str] = []
-        for b in readers:
-            b.callback.control_changed()
-            weights += [w for w in b.weights if w not in weights]
+        control.set(value)  # pushes the value into the callbacks, which derive state if needed
+        weights = list(dict.fromkeys(w for b in readers for w in b.weights))
         if control.ramping():
             self.ramping[name] = control
         if weights:

@@ -1,0 +1,296 @@
+"""Declared arguments: each numeric argument of a callback is declared once, on its class."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from ..controls import Control, ControlView, control_of, is_control
+from ..errors import BendingError
+
+__all__ = ["NO_NEUTRAL", "Argument", "declared"]
+
+_KINDS: tuple[type, ...] = (float, int, bool)
+
+
+class _NoNeutral:
+    def __repr__(self) -> str:
+        return "NO_NEUTRAL"
+
+
+NO_NEUTRAL: Any = _NoNeutral()
+"""The ``neutral`` of an argument that makes no callback the identity on its own (a seed)."""
+
+_UNSET = object()
+
+
+class Argument:
+    """A numeric argument of a bending callback, declared once as a class attribute.
+
+    Everything about the argument comes from this declaration: the check of the values given
+    to the constructor, the repr, its control support, its ramps, what an export writes when
+    its control changes, and the neutral setting the identity test runs the callback at.
+
+    Assigning ``self.<name> = value`` (in ``__init__``, or later) checks a number and keeps it
+    as a plain attribute, which ``self.<name>`` reads back, eagerly and in TorchScript alike. A
+    :class:`~torchbend.BendingParameter` (or a view of one, ``2 * p``) is checked by its current
+    value and then *pushes* its values in: the attribute always holds the control's current
+    value, brought into ``[low, high]`` (a control's later values are bounded by its own
+    ``range`` only), so that ``bend`` never reads a control.
+
+    Args:
+        kind: ``float``, ``int`` or ``bool``.
+        low: lower bound (inclusive), or ``None``.
+        high: upper bound (inclusive), or ``None``.
+        neutral: the value at which the argument makes the callback the identity, bit for bit
+            (with the callback's other arguments at their neutral values). Leave it out
+            (:data:`NO_NEUTRAL`) for an argument that has none on its own, such as a seed.
+        none: what ``None`` means, if the argument may be ``None`` (``""`` to allow ``None``
+            without mentioning it in errors); ``None``: the argument may not be ``None``.
+        meaning: what the argument is, for errors (``"a standard deviation"``).
+        ramps: whether ``bend`` reads the argument with :meth:`BendingCallback.along`, so
+            that while its control ramps, activations get the change spread along their last
+            (time) axis. Floats only.
+        derives: whether the callback derives state from the argument (a mask from ``prob``,
+            draws from ``seed``): a change calls its :meth:`BendingCallback.control_changed`.
+            An exported module cannot derive state, so it refuses a control on such an
+            argument.
+        finite: whether a float must be finite (``Clamp``'s bounds may be infinite).
+
+    Example:
+        >>> import torch, torchbend as tb
+        >>> from torchbend.callbacks import Argument
+        >>> class Gain(tb.BendingCallback):
+        ...     gain = Argument(float, low=0.0, neutral=1.0, ramps=True)
+        ...
+        ...     def __init__(self, gain: float | tb.BendingParameter = 1.0) -> None:
+        ...         super().__init__()
+        ...         self.gain = gain
+        ...
+        ...     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        ...         return x * self.along("gain", x)
+        >>> Gain(-1.0)
+        Traceback (most recent call last):
+        ...
+        torchbend.errors.BendingError: Gain: gain must be a finite number >= 0, got -1.0
+        >>> knob = tb.BendingParameter("knob", 2.0)
+        >>> gain = Gain(knob)
+        >>> knob.set(3.0)
+        >>> gain.gain, gain
+        (3.0, Gain(gain=knob))
+    """
+
+    def __init__(
+        self,
+        kind: type,
+        *,
+        low: float | None = None,
+        high: float | None = None,
+        neutral: Any = NO_NEUTRAL,
+        none: str | None = None,
+        meaning: str = "",
+        ramps: bool = False,
+        derives: bool = False,
+        finite: bool = True,
+    ) -> None:
+        if kind not in _KINDS:
+            raise BendingError(f"an Argument is a float, an int or a bool, not {kind!r}")
+        if ramps and kind is not float:
+            raise BendingError(f"only float arguments ramp along time, not {kind.__name__} ones")
+        if kind is bool and (low is not None or high is not None):
+            raise BendingError("a bool argument has no bounds")
+        self.kind = kind
+        # Bounds of the argument's own kind, so that max(value, low) keeps that kind.
+        self.low = None if low is None else kind(low)
+        self.high = None if high is None else kind(high)
+        self.neutral = neutral
+        self.none = none
+        self.meaning = meaning
+        self.ramps = ramps
+        self.derives = derives
+        self.finite = finite
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        defaults = {"low": None, "high": None, "neutral": NO_NEUTRAL, "none": None}
+        defaults.update(meaning="", ramps=False, derives=False, finite=True)
+        shown = [self.kind.__name__]
+        for key, default in defaults.items():
+            value = getattr(self, key)
+            if value is not default and value != default:
+                shown.append(f"{key}={value!r}")
+        return f"Argument({', '.join(shown)})"
+
+    # -- the attribute ---------------------------------------------------------------------------
+
+    def __get__(self, cb: Any, owner: type | None = None) -> Any:
+        if cb is None:
+            return self
+        try:
+            return cb.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(
+                f"{type(cb).__name__}.{self.name} was never set: assign "
+                f"self.{self.name} = {self.name} in __init__"
+            ) from None
+
+    def __set__(self, cb: Any, value: Any) -> None:
+        owner = type(cb).__name__
+        controlled: dict[str, Control] | None = cb.__dict__.get("_controlled")
+        if controlled is None:
+            raise BendingError(f"{owner}: call super().__init__() before setting {self.name}")
+        if is_control(value):
+            self.check(owner, value.get())
+            number, start, end = self.read(value)
+        else:
+            number = start = end = self.check(owner, value)
+        previous = controlled.pop(self.name, None)
+        if previous is not None and all(
+            control_of(other) is not control_of(previous) for other in controlled.values()
+        ):
+            control_of(previous).detach(cb)
+        if is_control(value):
+            controlled[self.name] = value
+            control_of(value).attach(cb)
+        if self.store(cb, number, start, end) and self.derives and cb._targets:
+            cb.control_changed()
+
+    # -- values ----------------------------------------------------------------------------------
+
+    def check(self, owner: str, value: Any) -> Any:
+        """``value`` checked and converted to the argument's kind, or a :class:`BendingError`
+        that names ``owner`` (the callback's class), the argument, its bound and the value."""
+        if value is None and self.none is not None:
+            return None
+        what = f"{self.name} must be"
+        if self.meaning:
+            what = f"{self.name} is {self.meaning} and must be"
+        alternative = f" or None ({self.none})" if self.none else ""
+        if self.kind is bool:
+            if not (isinstance(value, bool) or value in (0, 1)):
+                raise BendingError(f"{owner}: {what} True or False{alternative}, got {value!r}")
+            return bool(value)
+        if self.kind is int:
+            # Whole floats pass: a view of an int control (``2 * size``) gives floats.
+            whole = isinstance(value, float) and value.is_integer()
+            is_int = whole or (isinstance(value, int) and not isinstance(value, bool))
+            if not is_int or (self.low is not None and int(value) < self.low):
+                bound = "an int" if self.low is None else f"an int >= {self.low}"
+                raise BendingError(f"{owner}: {what} {bound}{alternative}, got {value!r}")
+            if self.high is not None and int(value) > self.high:
+                raise BendingError(f"{owner}: {what} at most {self.high}, got {value!r}")
+            return int(value)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        low = -math.inf if self.low is None else self.low
+        high = math.inf if self.high is None else self.high
+        if math.isnan(number) or (self.finite and math.isinf(number)) or not low <= number <= high:
+            raise BendingError(f"{owner}: {what} {self._bound()}{alternative}, got {value!r}")
+        return number
+
+    def _bound(self) -> str:
+        number = "a finite number" if self.finite else "a number"
+        if self.low is None and self.high is None:
+            return number
+        if self.high is None:
+            return f"{number} >= {self.low:g}"
+        if self.low is None:
+            return f"{number} <= {self.high:g}"
+        return f"between {self.low:g} and {self.high:g}"
+
+    def convert(self, value: float) -> Any:
+        """A control's value as the argument's kind, brought into its bounds."""
+        if self.kind is bool:
+            return bool(value)
+        number = int(value) if self.kind is int else float(value)
+        if self.low is not None:
+            number = max(number, self.low)
+        if self.high is not None:
+            number = min(number, self.high)
+        return number
+
+    def read(self, source: Control) -> tuple[Any, Any, Any]:
+        """``(value, start, end)``: a control's value and its values at the start and at the
+        end of the current call (equal unless it ramps)."""
+        value = source.get()
+        if isinstance(value, torch.Tensor):  # BendingParameter.tensor_input
+            if not self.ramps:
+                raise BendingError(
+                    f"{self.name} takes numbers, not a tensor input: only arguments read along "
+                    "time (declared with ramps=True) can be inputs of an exported program"
+                )
+            value = value.clamp(self.low, self.high) if self._bounded() else value
+            return value, value, value
+        start, end = source.call_range()
+        return self.convert(value), self.convert(start), self.convert(end)
+
+    def _bounded(self) -> bool:
+        return self.low is not None or self.high is not None
+
+    def store(self, cb: Any, value: Any, start: Any, end: Any) -> bool:
+        """Keep ``value`` (and for a ramping argument, the call's ``start`` and ``end``) in
+        ``cb``; whether the value changed (a tensor input, or its end, changes nothing)."""
+        previous = cb.__dict__.get(self.name, _UNSET)
+        tensor = isinstance(value, torch.Tensor)
+        changed = not (tensor or isinstance(previous, torch.Tensor)) and previous != value
+        cb.__dict__[self.name] = value
+        if self.ramps:
+            if value is None:
+                cb._ramps.pop(self.name, None)
+            elif tensor:
+                cb._ramps[self.name] = (value, value, value)
+            else:
+                cb._ramps[self.name] = (float(start), float(end), float(value))
+        return changed
+
+    def pull(self, cb: Any) -> bool:
+        """Read the control that drives this argument of ``cb`` again; whether its value
+        changed."""
+        return self.store(cb, *self.read(cb._controlled[self.name]))
+
+    def assignments(self, callback: str, source: Control, value: str) -> list[str]:
+        """TorchScript statements that do what a push from ``source``'s control, set to
+        ``value`` (the name of a variable), does to this argument of ``callback`` (an
+        expression naming a scripted callback). Scripted callbacks do not ramp: the call's
+        start and end are the value."""
+        lines = [f"{callback}.{self.name} = {self.expression(source, value)}"]
+        if self.ramps:
+            held = f"{callback}.{self.name}"
+            lines.append(f"{callback}._ramps[{self.name!r}] = ({held}, {held}, {held})")
+        return lines
+
+    def expression(self, source: Control, value: str) -> str:
+        """TorchScript expression of what this argument holds when ``source``'s control is
+        set to ``value`` (the name of a variable): the same arithmetic as :meth:`convert`."""
+        expr = value
+        if isinstance(source, ControlView):
+            expr = f"float({value}) * {source.scale!r} + {source.offset!r}"
+        expr = f"{self.kind.__name__}({expr})"
+        if self.low is not None:
+            expr = f"max({expr}, {self.low!r})"
+        if self.high is not None:
+            expr = f"min({expr}, {self.high!r})"
+        return expr
+
+
+_DECLARED: dict[type, dict[str, Argument]] = {}
+
+
+def declared(cls: type) -> dict[str, Argument]:
+    """The arguments declared by ``cls`` and its bases, by name (do not modify the dict)."""
+    found = _DECLARED.get(cls)
+    if found is None:
+        found = {}
+        for klass in reversed(cls.__mro__):
+            for name, value in vars(klass).items():
+                if isinstance(value, Argument):
+                    found[name] = value
+        _DECLARED[cls] = found
+    return found
