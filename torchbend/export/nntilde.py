@@ -12,6 +12,7 @@ import torch.fx
 from ..errors import ExportError
 from ..tracing.facts import describe_fact
 from ..tracing.records import record_of
+from .build import build, script
 from .check import (
     MAX_BUFFER_SIZE,
     TEST_BATCHES,
@@ -20,7 +21,9 @@ from .check import (
     check_nntilde,
     check_params,
 )
-from .torchscript import ExportPlan, save
+from .plan import ExportPlan
+from .source import contract_source
+from .torchscript import save
 
 if TYPE_CHECKING:
     from ..bended import BendedModule
@@ -86,7 +89,7 @@ def nntilde(
     if clash:
         raise ExportError(f"controls {clash} have names nn~ reserves; rename them")
     plan.check_savable()
-    container = plan.build()
+    container = build(plan)
     for method in plan.methods:
         entry = plan.entries[method]
         values = check_params(method, (params or {}).get(method) or infer_params(method, entry))
@@ -107,8 +110,8 @@ def nntilde(
         container.register_buffer(f"{name}_params", torch.tensor([TYPE_HASH[c.control.kind]]))
     container.sr = int(sample_rate)  # type: ignore[assignment]
     container.register_buffer("min_buffer_size", torch.tensor([least]))
-    scripted = plan.script(container, getters="tuple")
-    scripted.define(_contract_source(plan.methods, list(plan.controls)))
+    extra = contract_source(plan.methods, list(plan.controls))
+    scripted = script(plan, container, getters="tuple", extra=extra)
     path = Path(path)
     save(scripted, path)
     try:
@@ -187,24 +190,3 @@ def _shape(method: str, side: str, shape: Any) -> torch.Size:
 
 def _labels(side: str, count: int) -> list[str]:
     return [f"(signal) model {side} {i}" for i in range(count)]
-
-
-def _contract_source(methods: Sequence[str], attributes: Sequence[str]) -> str:
-    return (
-        "\n".join(
-            [
-                "def get_methods(self) -> List[str]:",
-                f"    return {list(methods)!r}",
-                "def get_attributes(self) -> List[str]:",
-                f"    return torch.jit.annotate(List[str], {list(attributes)!r})",
-                "def get_buffer_attributes(self) -> List[str]:",
-                "    return torch.jit.annotate(List[str], [])",
-                "def get_sample_rate(self) -> int:",
-                "    return self.sr",
-                "def set_sample_rate(self, sample_rate: Optional[int]) -> None:",
-                "    if sample_rate is not None:",
-                "        self.sr = sample_rate",
-            ]
-        )
-        + "\n"
-    )

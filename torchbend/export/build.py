@@ -1,0 +1,169 @@
+"""Building an export: the container module of copied weights, scripted callbacks and graphs."""
+
+from __future__ import annotations
+
+import copy
+import math  # noqa: F401  (read by the TorchScript source defined in script())
+import warnings
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from ..callbacks.base import BendingCallback
+from ..errors import ExportError
+from ..rewriting import SLOTS, ActivationSlot, build_graph_module
+from ..tracing.surgery import strip_guards
+from .check import error_summary
+from .plan import ExportPlan, leaves
+from .source import methods_source
+
+__all__ = ["ExportedModule", "ScriptedCallback", "ScriptedWeightCallback", "build", "script"]
+
+# How controls reach scripted callbacks. A callback reads its declared arguments as plain
+# number attributes, into which controls push their values when they change
+# (torchbend/callbacks/argument.py); the controls themselves are Python objects that
+# TorchScript ignores. So each callback is exported as a copy, and each ``set_<control>`` of
+# the exported module assigns the new number to every copy that reads it, as the control would
+# push it (``Argument.assignments``).
+# TorchScript duplicates a submodule met at two places of a module tree unless it is already
+# scripted: the copies are scripted first, so that the slots of every method and the container
+# share one object, and one assignment reaches them all (``torch.jit.save`` keeps the sharing).
+
+
+class ScriptedCallback(nn.Module):
+    """A callback copy as exported: its controls replaced by numbers the container sets."""
+
+    def __init__(self, callback: nn.Module) -> None:
+        super().__init__()
+        self.callback = callback
+
+    def forward(self, x: torch.Tensor, name: str = "") -> torch.Tensor:
+        return self.callback(x, name)
+
+
+class ScriptedWeightCallback(ScriptedCallback):
+    """An exported callback that also bends weights again when one of its controls changes."""
+
+    @torch.jit.export
+    def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        return self.callback.bend_weight(weight, name)  # type: ignore[operator]
+
+
+class ExportedModule(nn.Module):
+    """The container a bended module is exported as.
+
+    It holds one graph module per method (``tb_method_<name>``), the scripted callbacks
+    (``tb_callback_<i>``), the cached base weights of weight bendings that depend on a control
+    (``tb_weight_base_<k>``) next to the live weights they are recomputed into
+    (``tb_weight_live_<k>``), and the controls' values (``tb_control_<name>``). Its methods
+    (the traced ones, ``set_<control>``, ``get_<control>``) are defined from TorchScript source
+    once scripted: see :mod:`torchbend.export.source`.
+    """
+
+    def __init__(
+        self,
+        graphs: dict[str, nn.Module],
+        callbacks: Sequence[nn.Module],
+        weights: Sequence[tuple[torch.Tensor, torch.Tensor]],
+        controls: dict[str, float | int | bool],
+    ) -> None:
+        super().__init__()
+        for name, gm in graphs.items():
+            self.add_module(f"tb_method_{name}", gm)
+        for i, cb in enumerate(callbacks):
+            self.add_module(f"tb_callback_{i}", cb)
+        for k, (base, live) in enumerate(weights):
+            self.register_buffer(f"tb_weight_base_{k}", base)
+            self.register_buffer(f"tb_weight_live_{k}", live)
+        for name, value in controls.items():
+            setattr(self, f"tb_control_{name}", value)
+
+
+# -- building --------------------------------------------------------------------------------
+
+
+def build(plan: ExportPlan) -> ExportedModule:
+    """The unscripted container: copies of the weights, callbacks and graphs."""
+    view = copy.deepcopy(plan.bended.weights_view)
+    for p in view.parameters():
+        p.requires_grad_(False)
+    weight_leaves = {i for w in plan.weights for i in w.callbacks}
+    scripted = [_script_callback(leaf, i in weight_leaves) for i, leaf in enumerate(plan.leaves)]
+    graphs = {n: _graph(plan, n, view, scripted) for n in plan.methods}
+    weights = []
+    for w in plan.weights:
+        base = plan.bended.base_weight(w.name).detach().clone()
+        weights.append((base, view.get_parameter(w.name).detach()))
+    values = {name: c.control.get() for name, c in plan.controls.items()}
+    return ExportedModule(graphs, scripted, weights, values)
+
+
+def _script_callback(leaf: BendingCallback, weights: bool) -> nn.Module:
+    cb = copy.deepcopy(leaf)
+    wrapper = ScriptedWeightCallback(cb) if weights else ScriptedCallback(cb)
+    try:
+        return _script(wrapper)
+    except Exception as e:
+        what = "bend(x, name) and bend_weight(weight, name)" if weights else "bend(x, name)"
+        raise ExportError(
+            f"TorchScript could not compile {leaf!r}: its {what} must be scriptable "
+            f"(see docs/callbacks.md). TorchScript said: {error_summary(e)}"
+        ) from e
+
+
+def _graph(
+    plan: ExportPlan, method: str, view: nn.Module, callbacks: Sequence[nn.Module]
+) -> nn.Module:
+    entry = plan.entries[method]
+    assert entry.gm is not None
+    slots: dict[str, ActivationSlot] = {}
+    for node in entry.gm.graph.nodes:
+        target = str(node.target)
+        if node.op == "call_module" and target.startswith(SLOTS + "."):
+            slot = entry.gm.get_submodule(target)
+            assert isinstance(slot, ActivationSlot)
+            exported = [
+                callbacks[plan.index(leaf)]
+                for cb in slot.callbacks
+                if isinstance(cb, BendingCallback)
+                for leaf in leaves(cb)
+            ]
+            slots[node.args[0].name] = ActivationSlot(slot.name, exported)  # type: ignore[arg-type]
+    constants = {k: v.clone() for k, v in entry.result.constants.items()}
+    gm = build_graph_module(entry.result, view, slots, f"Exported_{method}", constants)
+    guards = strip_guards(gm.graph)
+    if guards:
+        gm.recompile()
+        warnings.warn(
+            f"{method}: {guards} decision(s) read from tensor values are not checked in "
+            "the exported module; it always takes the branches taken when traced",
+            stacklevel=4,
+        )
+    try:
+        return _script(gm)
+    except Exception as e:
+        raise ExportError(
+            f"TorchScript could not compile the bended graph of {method!r} of "
+            f"{plan.bended.owner}: {error_summary(e)}. Methods must take and "
+            "return tensors (or tuples and lists of them)."
+        ) from e
+
+
+def script(
+    plan: ExportPlan, container: ExportedModule, getters: str = "value", extra: str = ""
+) -> torch.jit.ScriptModule:
+    """Script ``container`` and define its methods (``getters="tuple"``: nn~'s getters;
+    ``extra``: more TorchScript source, such as nn~'s contract)."""
+    scripted = _script(container)
+    # ``define`` resolves the names the source uses (``math``) in this function's globals.
+    scripted.define(methods_source(plan, getters) + extra)
+    return scripted
+
+
+def _script(module: nn.Module) -> torch.jit.ScriptModule:
+    with warnings.catch_warnings():
+        # Raised for empty containers annotated in a model's __init__, which TorchScript then
+        # leaves out: an error follows only if scripted code reads them.
+        warnings.filterwarnings("ignore", "The TorchScript type system doesn't support")
+        return torch.jit.script(module)

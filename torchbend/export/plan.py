@@ -1,0 +1,160 @@
+"""Planning an export: what to export and whether it can be, checked before anything is built."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..callbacks.argument import Argument, declared
+from ..callbacks.base import BendingCallback, Chain
+from ..controls import BendingParameter, Control, control_of
+from ..errors import ExportError
+
+if TYPE_CHECKING:
+    from ..bended import BendedModule
+    from ..parts.dispatch import Entry
+
+__all__ = ["ExportPlan", "PlannedControl", "PlannedWeight", "leaves"]
+
+
+@dataclass
+class PlannedControl:
+    """A control of the export, and what a change of it must reach."""
+
+    control: BendingParameter
+    writes: list[tuple[int, Argument, Control]] = field(default_factory=list)
+    """``(callback index, argument, what drives it)``: the arguments to assign on set."""
+    weights: list[int] = field(default_factory=list)
+    """Indices of the weights bent again on set."""
+
+
+@dataclass
+class PlannedWeight:
+    """A weight bent again when a control changes, by these callbacks (indices), in order."""
+
+    name: str
+    callbacks: list[int]
+
+
+def leaves(cb: BendingCallback) -> list[BendingCallback]:
+    if isinstance(cb, Chain):
+        return [leaf for inner in cb.chained() for leaf in leaves(inner)]
+    return [cb]
+
+
+class ExportPlan:
+    """Everything an export needs, checked before anything is scripted.
+
+    Raises :class:`ExportError` for a method that is not traced, a callback that cannot be
+    scripted, or a control that a scripted callback cannot follow.
+    """
+
+    def __init__(self, bended: BendedModule, methods: Sequence[str] | None = None) -> None:
+        self.bended = bended.view()
+        owner = self.bended.owner
+        traced = self.bended.traced()
+        names = list(traced if methods is None else methods)
+        if isinstance(methods, str):
+            names = [methods]
+        missing = [n for n in names if n not in traced]
+        if missing or not names:
+            raise ExportError(
+                f"cannot export {', '.join(map(repr, missing)) or 'nothing'} of {owner}: "
+                f"exported methods must be traced first (traced: {traced or 'none'}); call "
+                f"bended.trace({(missing or ['forward'])[0]!r}, <example inputs>)."
+            )
+        self.methods = names
+        self.entries: dict[str, Entry] = {}
+        for n in names:
+            entry = self.bended.current(n)
+            assert entry.gm is not None
+            self.entries[n] = entry
+        keys = {self.bended.key(n) for n in names}
+        bendings = [b for b in self.bended.bendings if b.weights or keys & set(b.activations)]
+        self._check_scriptable(bendings)
+        self.leaves: list[BendingCallback] = []
+        for b in bendings:
+            for leaf in leaves(b.callback):
+                if all(leaf is not other for other in self.leaves):
+                    self.leaves.append(leaf)
+        self.controls = {
+            name: self._plan_control(name, control)
+            for name, control in self.bended.controllables.items()
+        }
+        self.weights: list[PlannedWeight] = []
+        dependent = _unique(w for b in bendings if b.callback.controls() for w in b.weights)
+        for w in dependent:
+            chain = [
+                self.index(leaf) for b in bendings if w in b.weights for leaf in leaves(b.callback)
+            ]
+            self.weights.append(PlannedWeight(w, chain))
+            k = len(self.weights) - 1
+            for c in self.controls.values():
+                readers = [b for b in bendings if c.control in b.callback.controls()]
+                if any(w in b.weights for b in readers):
+                    c.weights.append(k)
+
+    def check_savable(self) -> None:
+        """Raise :class:`ExportError` if a callback keeps state ``torch.jit.save`` cannot write."""
+        for leaf in self.leaves:
+            for attr, value in vars(leaf).items():
+                if isinstance(value, torch.Generator):
+                    raise ExportError(
+                        f"{leaf!r} keeps a torch.Generator ({attr}), which torch.jit.save cannot "
+                        "write; give it seed=None (torch's global generator) to export it to a "
+                        "file, or keep the scripted module in memory (path=None)"
+                    )
+
+    def index(self, leaf: BendingCallback) -> int:
+        """The position of ``leaf`` among the exported callbacks."""
+        return next(i for i, other in enumerate(self.leaves) if other is leaf)
+
+    def _check_scriptable(self, bendings: Sequence[Any]) -> None:
+        problems = []
+        for b in bendings:
+            for leaf in leaves(b.callback):
+                if not leaf.scriptable:
+                    targets = b.weights + [
+                        f"{m}:{n}" for m, ns in b.activations.items() for n in ns
+                    ]
+                    problems.append(
+                        f"{leaf!r} (bending {', '.join(targets) or 'nothing'}) is marked "
+                        "scriptable = False: it runs Python code (a function, or records values "
+                        "in Python objects) that TorchScript cannot compile"
+                    )
+        if problems:
+            raise ExportError(
+                f"cannot script the bendings of {self.bended.owner}: "
+                + "; ".join(problems)
+                + ". Remove these bendings (or export before bending with them)."
+            )
+
+    def _plan_control(self, name: str, control: BendingParameter) -> PlannedControl:
+        plan = PlannedControl(control)
+        for i, leaf in enumerate(self.leaves):
+            found = {a: v for a, v in leaf._controlled.items() if control_of(v) is control}
+            if not found and control not in leaf.controls():
+                continue
+            if not found:
+                raise ExportError(
+                    f"control {name!r} is read by {leaf!r} other than through one of its "
+                    "numeric arguments; the scripted module could not follow it"
+                )
+            arguments = declared(type(leaf))
+            derived = [a for a in found if arguments[a].derives]
+            if derived:
+                raise ExportError(
+                    f"control {name!r} drives {', '.join(derived)} of {leaf!r}, which derives "
+                    "its state again when that changes (new masks, draws or permutations); a "
+                    f"scripted module cannot do that. Give {type(leaf).__name__} a number "
+                    "instead of the control to export it."
+                )
+            plan.writes += [(i, arguments[arg], source) for arg, source in found.items()]
+        return plan
+
+
+def _unique(names: Any) -> list[str]:
+    return list(dict.fromkeys(names))
