@@ -1,6 +1,6 @@
 """This checkout against another commit of torchbend, in the same run: calls, updates, streaming.
 
-Run: python benchmarks/bench_versions.py [--before REV] [--quick]
+Run: python benchmarks/bench_versions.py [--before REV] [--quick] [--write docs/benchmarks.md]
 
 The package at ``REV`` (default ``HEAD~1``) is extracted with ``git archive`` into a temporary
 folder as ``torchbend_before`` and imported next to this checkout's ``torchbend``, so that each
@@ -31,6 +31,7 @@ import torch
 from bench_call import ConvStack, interleaved
 
 ROOT = Path(__file__).resolve().parents[1]
+MARKER = "<!-- bench_versions: written by benchmarks/bench_versions.py --write -->"
 
 
 def import_before(rev: str, into: Path) -> ModuleType:
@@ -86,6 +87,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--before", default="HEAD~1", help="git revision to compare with")
     parser.add_argument("--quick", action="store_true", help="few rounds (a smoke test)")
+    parser.add_argument("--write", type=Path, help="replace the table in this Markdown file")
     args = parser.parse_args()
     rounds = 5 if args.quick else 300
     torch.set_num_threads(1)
@@ -112,17 +114,31 @@ def main() -> None:
         pairs = [(f"{n} [after]", f"{n} [before]") for n in names]
         with torch.inference_mode():
             med, ratio = interleaved(fns, rounds, pairs=pairs, warmup=3)
-    print(
+    lines = [
         f"before: {rev}; after: this checkout; torch {torch.__version__}, 1 thread, "
-        f"{platform.processor() or platform.machine()}, {rounds} rounds\n"
-    )
-    print("| work | before | after | after / before (paired median) |")
-    print("|---|---|---|---|")
+        f"{platform.processor() or platform.machine()}, {rounds} rounds",
+        "",
+        "| work | before | after | after / before (paired median) |",
+        "|---|---|---|---|",
+    ]
     for n in names:
         a, b = f"{n} [after]", f"{n} [before]"
-        print(
-            f"| {n} | {med[b] * 1e3:.3f} ms | {med[a] * 1e3:.3f} ms | {ratio[f'{a} / {b}']:.3f}x |"
-        )
+        paired = ratio[f"{a} / {b}"]
+        lines.append(f"| {n} | {med[b] * 1e3:.3f} ms | {med[a] * 1e3:.3f} ms | {paired:.3f}x |")
+    print("\n".join(lines))
+    if args.write:
+        write_section(args.write, lines)
+
+
+def write_section(path: Path, lines: list[str]) -> None:
+    """Replace what lies between this script's markers in ``path`` with ``lines``."""
+    start, end = MARKER, MARKER.replace("<!-- ", "<!-- /").split(":")[0] + " -->"
+    text = path.read_text()
+    if start not in text or end not in text:
+        raise SystemExit(f"{path} has no {start} ... {end} section to replace")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(head + start + "\n" + "\n".join(lines[2:]) + "\n" + end + tail)
 
 
 if __name__ == "__main__":
