@@ -8,7 +8,6 @@ from __future__ import annotations
 import torch
 
 import torchbend as tb
-from torchbend.callbacks import Argument
 from torchbend.controls import Control
 
 
@@ -52,9 +51,9 @@ class BitCrusher(tb.BendingCallback):
         tensor([ 0.0000,  0.0000,  0.5000,  0.5000, -1.0000, -1.0000])
     """
 
-    bits = Argument(int, low=0, neutral=0, meaning="a bit depth")
-    hold = Argument(int, low=1, neutral=1, meaning="a number of samples")
-    scale = Argument(float, low=1e-6, meaning="the full scale")
+    bits = tb.Argument(int, low=0, neutral=0, meaning="a bit depth")
+    hold = tb.Argument(int, low=1, neutral=1, meaning="a number of samples")
+    scale = tb.Argument(float, low=1e-6, meaning="the full scale")
 
     def __init__(
         self, bits: int | Control = 0, hold: int | Control = 1, scale: float | Control = 1.0

@@ -10,7 +10,6 @@ from typing import ClassVar
 import torch
 
 import torchbend as tb
-from torchbend.callbacks import Argument
 from torchbend.controls import Control
 
 
@@ -79,9 +78,9 @@ class FeedbackDelay(tb.BendingCallback):
 
     scriptable: ClassVar[bool] = False
 
-    delay = Argument(int, low=1, meaning="a delay in samples", derives=True)
-    feedback = Argument(float, low=0.0, high=0.999, meaning="the gain of the line on itself")
-    mix = Argument(float, low=0.0, neutral=0.0, meaning="the gain of the echo", ramps=True)
+    delay = tb.Argument(int, low=1, meaning="a delay in samples", derives=True)
+    feedback = tb.Argument(float, low=0.0, high=0.999, meaning="the gain of the line on itself")
+    mix = tb.Argument(float, low=0.0, neutral=0.0, meaning="the gain of the echo", ramps=True)
 
     def __init__(
         self,

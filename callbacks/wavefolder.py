@@ -8,7 +8,6 @@ from __future__ import annotations
 import torch
 
 import torchbend as tb
-from torchbend.callbacks import Argument
 from torchbend.controls import Control
 
 
@@ -46,7 +45,7 @@ class WaveFolder(tb.BendingCallback):
         tensor([ 0.5000,  1.0000,  0.5000, -0.5000, -1.0000, -0.7500])
     """
 
-    threshold = Argument(
+    threshold = tb.Argument(
         float, low=1e-6, neutral=None, none="no fold", meaning="a fold level", ramps=True
     )
 

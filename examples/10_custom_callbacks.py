@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 import torchbend as tb
-from torchbend.callbacks import Argument, load_callbacks
+from torchbend.callbacks import load_callbacks
 
 SAMPLE_RATE = 16000
 BLOCK = 2048
@@ -50,8 +50,8 @@ class Tremolo(tb.BendingCallback):
 
     # Each numeric argument is declared once: its kind, bounds, and the value at which the
     # callback is the identity. That gives the checks, the repr, and control support.
-    rate = Argument(float, low=0.0, meaning="a frequency in cycles per sample")
-    depth = Argument(float, low=0.0, high=1.0, neutral=0.0, ramps=True)
+    rate = tb.Argument(float, low=0.0, meaning="a frequency in cycles per sample")
+    depth = tb.Argument(float, low=0.0, high=1.0, neutral=0.0, ramps=True)
 
     def __init__(self, rate: float = 4 / SAMPLE_RATE, depth: float | tb.BendingParameter = 0.5):
         super().__init__()

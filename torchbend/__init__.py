@@ -5,6 +5,7 @@ from .bended import ActivationInfo, BendedModule, Bending
 from .callbacks import (
     Ablate,
     Affine,
+    Argument,
     BendingCallback,
     Bias,
     Capture,
@@ -56,6 +57,7 @@ __all__ = [
     "Ablate",
     "ActivationInfo",
     "Affine",
+    "Argument",
     "AudioError",
     "BendedModule",
     "Bending",
