@@ -13,6 +13,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch import nn
@@ -70,19 +71,26 @@ def interleaved(
     return medians, ratios
 
 
+def bended_variants(package: Any, model: nn.Module, x: torch.Tensor) -> dict[str, nn.Module]:
+    """``model`` wrapped by ``package`` (torchbend, or another version of it) three ways:
+    nothing bent, an activation masked, a weight scaled."""
+    variants = {}
+    for label in ("nothing bent", "activation masked", "weight scaled"):
+        bended = package.BendedModule(model)
+        bended.trace(x=x)
+        if label == "activation masked":
+            bended.bend(package.Mask(0.3, dim=-2, seed=0), "convs_3$")
+        elif label == "weight scaled":
+            bended.bend(package.Scale(0.5), r"convs\.3\.weight")
+        variants[label] = bended
+    return variants
+
+
 def bench_calls(layers: int, channels: int, length: int, rounds: int) -> list[str]:
     torch.manual_seed(0)
     model = ConvStack(layers, channels).eval()
     x = torch.randn(1, 1, length)
-    variants = {"plain": model}
-    for label in ("nothing bent", "activation masked", "weight scaled"):
-        bended = tb.BendedModule(model)
-        bended.trace(x=x)
-        if label == "activation masked":
-            bended.bend(tb.Mask(0.3, dim=-2, seed=0), "convs_3$")
-        elif label == "weight scaled":
-            bended.bend(tb.Scale(0.5), r"convs\.3\.weight")
-        variants[label] = bended
+    variants: dict[str, nn.Module] = {"plain": model, **bended_variants(tb, model, x)}
     lines = []
     for threads in (1, torch.get_num_threads()):
         previous = torch.get_num_threads()

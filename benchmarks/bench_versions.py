@@ -28,7 +28,7 @@ from pathlib import Path
 from types import ModuleType
 
 import torch
-from bench_call import ConvStack, interleaved
+from bench_call import ConvStack, bended_variants, interleaved
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = "<!-- bench_versions: written by benchmarks/bench_versions.py --write -->"
@@ -48,15 +48,10 @@ def import_before(rev: str, into: Path) -> ModuleType:
 
 
 def calls(tb: ModuleType, model: torch.nn.Module, x: torch.Tensor) -> dict[str, Callable]:
-    out: dict[str, Callable] = {}
-    for label in ("nothing bent", "activation masked", "weight scaled"):
-        bended = tb.BendedModule(model)
-        bended.trace(x=x)
-        if label == "activation masked":
-            bended.bend(tb.Mask(0.3, dim=-2, seed=0), "convs_3$")
-        elif label == "weight scaled":
-            bended.bend(tb.Scale(0.5), r"convs\.3\.weight")
-        out[f"call, {label}"] = functools.partial(bended, x)
+    out: dict[str, Callable] = {
+        f"call, {label}": functools.partial(bended, x)
+        for label, bended in bended_variants(tb, model, x).items()
+    }
     values = iter(float(v) for v in torch.rand(100000, generator=torch.Generator().manual_seed(0)))
     for label, pattern in (("activation", "convs_3$"), ("weight", r"convs\.3\.weight")):
         bended = tb.BendedModule(model)

@@ -192,15 +192,18 @@ def test_ratio_that_is_not_a_power_of_two(tmp_path):
         nntilde(bended, tmp_path / "x.ts")
 
 
+class Chunks(nn.Module):
+    """Runs its convolution on chunks of 16 samples: its graph depends on the input's length."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(1, 1, 1)
+
+    def forward(self, x):
+        return torch.cat([self.conv(x[..., i : i + 16]) for i in range(0, x.shape[-1], 16)], -1)
+
+
 def test_graph_that_depends_on_the_length(tmp_path):
-    class Chunks(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv = nn.Conv1d(1, 1, 1)
-
-        def forward(self, x):
-            return torch.cat([self.conv(x[..., i : i + 16]) for i in range(0, x.shape[-1], 16)], -1)
-
     bended = tb.BendedModule(Chunks())
     bended.trace(x=torch.randn(1, 1, 64))
     with pytest.raises(ExportError, match=r"takes other decisions .* read x\.shape\[-1\]"):
@@ -208,14 +211,6 @@ def test_graph_that_depends_on_the_length(tmp_path):
 
 
 def test_a_failed_export_leaves_the_module_as_it_was(tmp_path):
-    class Chunks(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv = nn.Conv1d(1, 1, 1)
-
-        def forward(self, x):
-            return torch.cat([self.conv(x[..., i : i + 16]) for i in range(0, x.shape[-1], 16)], -1)
-
     bended = tb.BendedModule(Chunks())
     graph = bended.trace(x=torch.randn(1, 1, 64))
     bended.bend(tb.Scale(2.0), "conv$")
