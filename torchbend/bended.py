@@ -48,6 +48,9 @@ class BendedModule(nn.Module):
         strict: when a call's inputs take a decision other than the traced one, raise a
             :class:`GuardError` naming it, instead of tracing a graph for those inputs.
         max_graphs: graphs kept per method before warning that inputs keep changing decisions.
+        check: run each new graph once on the inputs it was traced with and raise a
+            :class:`TracingError` if it does not give what the module gave (about one more
+            call per trace; ``False`` only to trace in a hot loop, at your own risk).
 
     Example:
         >>> import torch, torchbend as tb
@@ -73,6 +76,7 @@ class BendedModule(nn.Module):
         leaves: Iterable[type | str] = (),
         strict: bool = False,
         max_graphs: int = 16,
+        check: bool = True,
     ) -> None:
         if not isinstance(module, nn.Module):
             raise TracingError(
@@ -81,23 +85,16 @@ class BendedModule(nn.Module):
             )
         super().__init__()
         self.module = module
-        weights = WeightBank(module)
-        bendings = BendingSet(type(module).__name__, lambda: weights.view)
+        self._weights = weights = WeightBank(module)
+        self._bendings = bendings = BendingSet(type(module).__name__, lambda: weights.view)
         self.callbacks = bendings.callbacks
-        backend = ConcreteBackend(tuple(leaves))
-        table = MethodTable(module, backend, bendings, lambda: weights.view, strict, max_graphs)
+        backend, view = ConcreteBackend(tuple(leaves)), lambda: weights.view
+        table = MethodTable(module, backend, bendings, view, strict, max_graphs, check)
+        self._methods, self._board = table, ControlBoard(bendings, weights)
+        self._inspector = Inspector(table, weights)
         weights.listeners.append(table.install_view)
         weights.bender = (bendings.weights, bendings.bend_weight)
         table.reserved = set(dir(type(self)))
-        # Plain attributes (object.__setattr__): the parts are not submodules.
-        for name, part in (
-            ("_weights", weights),
-            ("_bendings", bendings),
-            ("_methods", table),
-            ("_board", ControlBoard(bendings, weights)),
-            ("_inspector", Inspector(table, weights)),
-        ):
-            object.__setattr__(self, name, part)
 
     def view(self) -> BendedView:
         """A read-only view of the traced methods, bendings, controls and weights."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 import torch.fx
@@ -20,63 +20,14 @@ from torch import nn
 
 from ..errors import GuardError, TracingError, did_you_mean
 from ..rewriting import install_view
-from ..tracing import BendingTracer, DecisionChanged, FlowStep, TracedGraph
+from ..tracing import DecisionChanged, FlowStep, TracedGraph
 from ..tracing.facts import describe_fact
 from ..tracing.tensordict import TensorDictProgram, is_tensordict_module
-from .dispatch import Entry, Method, Signature, clone_inputs
+from .backend import ConcreteBackend, EntryHooks, TracingBackend
+from .check import RandomState, check_trace
+from .dispatch import Entry, Method, Signature
 
 __all__ = ["ConcreteBackend", "EntryHooks", "MethodTable", "TracingBackend"]
-
-ValueHook = Callable[[torch.fx.Node, Any], Any]
-"""Called with each traced node and its concrete value; returns the value tracing goes on with."""
-
-
-class TracingBackend(Protocol):
-    """Traces one method of a module on example inputs into a graph with its guards."""
-
-    name: str
-    """Short name, as shown to users (``"concrete"``)."""
-
-    def trace(
-        self, root: nn.Module, method: str, inputs: dict[str, Any], on_value: ValueHook
-    ) -> TracedGraph:
-        """Trace ``root.<method>`` on ``inputs`` (by argument name), bending concrete values
-        through ``on_value`` as they are computed."""
-        ...
-
-
-class ConcreteBackend:
-    """torch.fx symbolic tracing run side by side with concrete values (:class:`BendingTracer`)."""
-
-    name = "concrete"
-
-    def __init__(self, leaves: Sequence[type | str] = ()) -> None:
-        self.leaves = tuple(leaves)
-
-    def trace(
-        self, root: nn.Module, method: str, inputs: dict[str, Any], on_value: ValueHook
-    ) -> TracedGraph:
-        tracer = BendingTracer(self.leaves)
-        tracer.on_value = on_value
-        if method == "forward" and is_tensordict_module(root):
-            root = TensorDictProgram(root)
-        return tracer.trace_method(root, method, clone_inputs(inputs))
-
-
-class EntryHooks(Protocol):
-    """What the owner of bendings does with traced graphs (see :class:`BendingSet`)."""
-
-    def bend_value(self, method: str, node: torch.fx.Node, value: Any) -> Any:
-        """Bend a concrete value while tracing, so decisions are taken on bent activations."""
-        ...
-
-    def attach(self, method: Method, entry: Entry) -> None:
-        """Match the bendings applied so far on a new graph."""
-        ...
-
-    def build(self, method: Method, entry: Entry) -> None:
-        """Compile ``entry.gm``: the graph with its bending slots."""
-        ...
 
 
 class MethodTable:
@@ -91,6 +42,8 @@ class MethodTable:
         strict: raise :class:`GuardError` instead of tracing again when a call takes another
             decision.
         max_graphs: graphs per method before warning that inputs keep changing decisions.
+        check: run each new graph on the inputs it was traced with and compare its outputs
+            with those of the concrete run (see :mod:`torchbend.parts.check`).
     """
 
     def __init__(
@@ -101,8 +54,10 @@ class MethodTable:
         root: Callable[[], nn.Module],
         strict: bool = False,
         max_graphs: int = 16,
+        check: bool = True,
     ) -> None:
         self.module = module
+        self.check = check
         self.backend = backend
         self.hooks = hooks
         self.root = root
@@ -212,6 +167,7 @@ class MethodTable:
         def on_value(node: torch.fx.Node, value: Any) -> Any:
             return self.hooks.bend_value(method.name, node, value)
 
+        state = RandomState(self.hooks.generators()) if self.check else None
         result = self.backend.trace(self.root(), method.name, inputs, on_value)
         training = self.module.training
         for entry in method.entries:
@@ -225,6 +181,8 @@ class MethodTable:
             raise GuardError(self._describe_change(method, result))
         self.hooks.attach(method, entry)
         self.hooks.build(method, entry)
+        if state is not None:
+            check_trace(self.backend, self.hooks, self.root(), method, entry, inputs, state)
         if not keep:
             return entry, result
         method.entries.insert(0, entry)
