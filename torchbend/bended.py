@@ -18,11 +18,11 @@ from .config import BendingConfig
 from .controls import BendingParameter
 from .errors import SelectionError, TracingError
 from .parts.activations import from_activations, get_activations, to_tensordict
-from .parts.backend import ConcreteBackend, TracingBackend
+from .parts.backend import Backend
 from .parts.bendings import Bending, BendingSet, check_callback
 from .parts.board import ControlBoard
 from .parts.inspection import Inspector
-from .parts.methods import MethodTable
+from .parts.methods import MethodTable, make_backend
 from .parts.view import BendedView, Restore
 from .selection import Selection, select
 from .tables import ActivationInfo, Table, activations_table, show
@@ -52,8 +52,9 @@ class BendedModule(nn.Module):
         check: run each new graph once on the inputs it was traced with and raise a
             :class:`TracingError` if it does not give what the module gave (about one more
             call per trace; ``False`` only to trace in a hot loop, at your own risk).
-        backend: what traces methods into graphs (default: the concrete tracer, with
-            ``leaves``); see :class:`~torchbend.parts.backend.TracingBackend`.
+        backend: what traces methods: ``"concrete"`` (the concrete tracer, with ``leaves``),
+            ``"export"`` (torch.export), ``"auto"`` (the first whose graph passes the check),
+            or a :class:`~torchbend.parts.backend.TracingBackend`.
 
     Example:
         >>> import torch, torchbend as tb
@@ -80,7 +81,7 @@ class BendedModule(nn.Module):
         strict: bool = False,
         max_graphs: int = 16,
         check: bool = True,
-        backend: TracingBackend | None = None,
+        backend: Backend | str = "concrete",
     ) -> None:
         if not isinstance(module, nn.Module):
             raise TracingError(
@@ -92,7 +93,7 @@ class BendedModule(nn.Module):
         self._weights = weights = WeightBank(module)
         self._bendings = bendings = BendingSet(type(module).__name__, lambda: weights.view)
         self.callbacks = bendings.callbacks
-        backend, view = backend or ConcreteBackend(tuple(leaves)), lambda: weights.view
+        backend, view = make_backend(backend, tuple(leaves)), lambda: weights.view
         table = MethodTable(module, backend, bendings, view, strict, max_graphs, check)
         self._methods, self._board = table, ControlBoard(bendings, weights)
         self._inspector = Inspector(table, weights)

@@ -15,7 +15,15 @@ from ..tracing import BendingTracer, TracedGraph
 from ..tracing.tensordict import TensorDictProgram, is_tensordict_module
 from .dispatch import Entry, Method, clone_inputs
 
-__all__ = ["ConcreteBackend", "EntryHooks", "TracingBackend", "ValueHook"]
+__all__ = [
+    "AutoBackend",
+    "Backend",
+    "ConcreteBackend",
+    "EntryHooks",
+    "TracingBackend",
+    "ValueHook",
+    "call_method",
+]
 
 ValueHook = Callable[[torch.fx.Node, Any], Any]
 """Called with each traced node and its concrete value; returns the value tracing goes on with."""
@@ -66,13 +74,31 @@ class ConcreteBackend:
         return tracer.trace_method(root, method, clone_inputs(inputs))
 
     def eager(self, root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
-        if method == "forward" and is_tensordict_module(root):
-            root = TensorDictProgram(root)
-        fn = getattr(root, method)
-        params = inspect.signature(fn).parameters.values()
-        only = [p.name for p in params if p.kind is p.POSITIONAL_ONLY]
-        kwargs = {k: v for k, v in inputs.items() if k not in only}
-        return fn(*[inputs[n] for n in only], **kwargs)
+        return call_method(root, method, inputs)
+
+
+class AutoBackend:
+    """Several backends tried in order: the first whose graph passes the check traces."""
+
+    name = "auto"
+
+    def __init__(self, *backends: TracingBackend) -> None:
+        self.backends = backends
+
+
+Backend = TracingBackend | AutoBackend
+"""What a method table traces with: one backend, or several tried in order."""
+
+
+def call_method(root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
+    """``root.<method>`` called on ``inputs`` (by argument name), as the user's code would."""
+    if method == "forward" and is_tensordict_module(root):
+        root = TensorDictProgram(root)
+    fn = getattr(root, method)
+    params = inspect.signature(fn).parameters.values()
+    only = [p.name for p in params if p.kind is p.POSITIONAL_ONLY]
+    kwargs = {k: v for k, v in inputs.items() if k not in only}
+    return fn(*[inputs[n] for n in only], **kwargs)
 
 
 class EntryHooks(Protocol):

@@ -76,6 +76,8 @@ class Entry:
         )
         assert set(self.input_names) <= set(names)
         self.gm: torch.fx.GraphModule | None = None
+        self.backend = "concrete"
+        """Name of the tracing backend that traced the graph."""
 
     def key(self, inputs: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(read(inputs) for read in self.readers)

@@ -23,11 +23,29 @@ from ..rewriting import install_view
 from ..tracing import DecisionChanged, FlowStep, TracedGraph
 from ..tracing.facts import describe_fact
 from ..tracing.tensordict import TensorDictProgram, is_tensordict_module
-from .backend import ConcreteBackend, EntryHooks, TracingBackend
+from .backend import AutoBackend, Backend, ConcreteBackend, EntryHooks, TracingBackend
 from .check import RandomState, check_trace
 from .dispatch import Entry, Method, Signature
+from .export_backend import ExportBackend
 
 __all__ = ["ConcreteBackend", "EntryHooks", "MethodTable", "TracingBackend"]
+
+
+def make_backend(spec: Backend | str, leaves: Sequence[type | str] = ()) -> Backend:
+    """The backend named ``spec`` (``"concrete"``, ``"export"``, ``"auto"``: the concrete tracer,
+    then torch.export when it fails), or ``spec`` itself."""
+    named: dict[str, Callable[[], Backend]] = {
+        "concrete": lambda: ConcreteBackend(leaves),
+        "export": ExportBackend,
+        "auto": lambda: AutoBackend(ConcreteBackend(leaves), ExportBackend()),
+    }
+    if isinstance(spec, str):
+        if spec not in named:
+            raise TracingError(
+                f"backend must be one of {sorted(named)} or a TracingBackend, got {spec!r}"
+            )
+        return named[spec]()
+    return spec
 
 
 class MethodTable:
@@ -49,7 +67,7 @@ class MethodTable:
     def __init__(
         self,
         module: nn.Module,
-        backend: TracingBackend,
+        backend: Backend,
         hooks: EntryHooks,
         root: Callable[[], nn.Module],
         strict: bool = False,
@@ -164,11 +182,29 @@ class MethodTable:
     def _trace_entry(
         self, method: Method, inputs: dict[str, Any], keep: bool = True
     ) -> tuple[Entry, TracedGraph]:
+        if not isinstance(self.backend, AutoBackend):
+            return self._trace_with(self.backend, method, inputs, keep)
+        backends, failures = self.backend.backends, []
+        for backend in backends:
+            try:
+                return self._trace_with(backend, method, inputs, keep)
+            except GuardError:
+                raise
+            except Exception as e:
+                failures.append(f"{backend.name} backend: {type(e).__name__}: {e}")
+        raise TracingError(
+            f"{self.owner}.{method.name}: no tracing backend could trace it.\n- "
+            + "\n- ".join(failures)
+        )
+
+    def _trace_with(
+        self, backend: TracingBackend, method: Method, inputs: dict[str, Any], keep: bool
+    ) -> tuple[Entry, TracedGraph]:
         def on_value(node: torch.fx.Node, value: Any) -> Any:
             return self.hooks.bend_value(method.name, node, value)
 
         state = RandomState(self.hooks.generators()) if self.check else None
-        result = self.backend.trace(self.root(), method.name, inputs, on_value)
+        result = backend.trace(self.root(), method.name, inputs, on_value)
         training = self.module.training
         for entry in method.entries:
             if entry.same_decisions(result, training):
@@ -176,13 +212,14 @@ class MethodTable:
                     entry.keys.add(entry.key(inputs))
                 return entry, result
         entry = Entry(result, training, method.signature.names)
+        entry.backend = backend.name
         entry.keys.add(entry.key(inputs))
         if method.entries and self.strict:
             raise GuardError(self._describe_change(method, result))
         self.hooks.attach(method, entry)
         self.hooks.build(method, entry)
         if state is not None:
-            check_trace(self.backend, self.hooks, self.root(), method, entry, inputs, state)
+            check_trace(backend, self.hooks, self.root(), method, entry, inputs, state)
         if not keep:
             return entry, result
         method.entries.insert(0, entry)
