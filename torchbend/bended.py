@@ -27,7 +27,7 @@ from .parts.view import BendedView, Restore
 from .selection import Selection, select
 from .tables import ActivationInfo, Table, activations_table, show
 from .tracing import FlowStep, TracedGraph
-from .weights import WeightBank
+from .weights import WeightBank, weight_holder
 
 __all__ = ["ActivationInfo", "BendedModule", "Bending"]
 
@@ -90,10 +90,10 @@ class BendedModule(nn.Module):
             )
         super().__init__()
         self.module = module
-        self._weights = weights = WeightBank(module)
+        self._weights = weights = WeightBank(weight_holder(module))
         self._bendings = bendings = BendingSet(type(module).__name__, lambda: weights.view)
         self.callbacks = bendings.callbacks
-        backend, view = make_backend(backend, tuple(leaves)), lambda: weights.view
+        backend, view = make_backend(backend, tuple(leaves), module), lambda: weights.view
         table = MethodTable(module, backend, bendings, view, strict, max_graphs, check)
         self._methods, self._board = table, ControlBoard(bendings, weights)
         self._inspector = Inspector(table, weights)

@@ -21,13 +21,18 @@ from torch import nn
 from ..errors import TracingError
 from ..rewriting import build_graph_module, graph_module_record
 from ..tracing import DecisionChanged
-from ..tracing.state import restore_state
 from ..tracing.surgery import is_slot
 from ..tracing.values import leaves, map_values
 from .backend import EntryHooks, TracingBackend
 from .dispatch import Entry, Method, clone_inputs
 
-__all__ = ["RandomState", "check_entry", "check_trace", "first_difference"]
+__all__ = [
+    "RandomState",
+    "check_entry",
+    "check_trace",
+    "first_difference",
+    "kept_buffers",
+]
 
 RTOL = 1e-5
 """Relative tolerance of the comparison: graphs may reorder float arithmetic, never change it."""
@@ -54,6 +59,19 @@ class RandomState:
             torch.random.set_rng_state(now.cpu)
             for g, s in zip(now.generators, now.states):
                 g.set_state(s)
+
+
+@contextlib.contextmanager
+def kept_buffers(root: nn.Module) -> Iterator[None]:
+    """Put every buffer of ``root`` back as it was after the block (cached convolutions, batch
+    norm statistics): the check runs the model twice and must leave no trace."""
+    saved = [(b, b.clone()) for _, b in root.named_buffers(remove_duplicate=False)]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for b, value in saved:
+                b.copy_(value)
 
 
 def first_difference(expected: Any, got: Any) -> str | None:
@@ -156,10 +174,10 @@ def check_entry(
     ``bent`` (activations of the trace were bent), decisions the graph checks on tensor values
     may rightly differ from the unbent module's: the check then gives up on such a difference.
     """
-    with torch.no_grad(), restore_state(root), state.replayed():
+    with torch.no_grad(), kept_buffers(root), state.replayed():
         expected = eager()
     try:
-        with torch.no_grad(), restore_state(root), state.replayed():
+        with torch.no_grad(), kept_buffers(root), state.replayed():
             got = graph.forward(*clone_inputs(args))
     except DecisionChanged as e:
         if bent:
@@ -205,13 +223,13 @@ def _first_module(
         for name, m in root.named_modules()
     ]
     try:
-        with torch.no_grad(), restore_state(root), state.replayed():
+        with torch.no_grad(), kept_buffers(root), state.replayed():
             eager()
     finally:
         for h in handles:
             h.remove()
     computed: dict[str, Any] = {}
-    with contextlib.suppress(Exception), torch.no_grad(), restore_state(root), state.replayed():
+    with contextlib.suppress(Exception), torch.no_grad(), kept_buffers(root), state.replayed():
         _Recorder(graph, computed).run(*clone_inputs(args))
     paths = graph_module_record(graph).paths
     calls: dict[str, int] = {}

@@ -12,6 +12,7 @@ again).
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 import torch
@@ -24,7 +25,7 @@ from ..tracing import NodeRecord, TracedGraph
 from ..tracing.records import set_record
 from .backend import ValueHook, call_method
 
-__all__ = ["ExportBackend"]
+__all__ = ["ExportBackend", "TorchScriptBackend"]
 
 
 class _Call(nn.Module):
@@ -68,11 +69,54 @@ class ExportBackend:
         return call_method(root, method, inputs)
 
 
+class TorchScriptBackend:
+    """TorchScript modules (``torch.jit.load``) converted to a torch.export program by torch's
+    converter, then read as :class:`ExportBackend` reads exported programs. Only ``forward``
+    can be converted; the file's other methods still run, unbent, through the module. The
+    check of a new graph runs the file as it is: trace before bending weights."""
+
+    name = "torchscript"
+
+    def __init__(self, module: torch.jit.ScriptModule) -> None:
+        self.module = module
+
+    def trace(
+        self, root: nn.Module, method: str, inputs: dict[str, Any], on_value: ValueHook
+    ) -> TracedGraph:
+        root = self.module  # ``root`` holds its weights, bent or not: graphs read them by path
+        owner = f"{root.original_name}.{method}"
+        if method != "forward":
+            raise TracingError(
+                f"only forward of a TorchScript module can be converted to a graph, not {method}"
+            )
+        from torch._export.converter import TS2EPConverter  # private: see the class docstring
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "Manually populate ... into state_dict"
+                program = TS2EPConverter(root, tuple(inputs.values())).convert()
+        except Exception as e:
+            first = str(e).strip().split("\n")[0][:300]
+            raise TracingError(
+                f"torch could not convert TorchScript {owner} to a graph: "
+                f"{type(e).__name__}: {first}"
+            ) from e
+        gm = program.module()
+        graph, constants = _rebuild(gm, root, program.call_spec.out_spec, list(inputs))
+        facts = tuple((name, "sig", None) for name in inputs)
+        return TracedGraph(graph, constants, [], facts)
+
+    def eager(self, root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
+        return getattr(self.module, method)(*inputs.values())
+
+
 def _rebuild(
-    gm: torch.fx.GraphModule, root: nn.Module, out_spec: Any
+    gm: torch.fx.GraphModule, root: nn.Module, out_spec: Any, inputs: list[str] | None = None
 ) -> tuple[torch.fx.Graph, dict[str, torch.Tensor]]:
-    """The exported graph with plain placeholders and output, named and recorded nodes, and
-    weights read from ``root``'s paths; returns it and the constants it reads."""
+    """The exported graph with plain placeholders (named ``inputs`` in order, if given) and
+    output, named and recorded nodes, and weights read from ``root``'s paths; returns it and
+    the constants it reads."""
+    names = iter(inputs or [])
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     constants: dict[str, torch.Tensor] = {}
@@ -88,7 +132,7 @@ def _rebuild(
             used = any(u.op != "call_module" for u in node.users)
             if not used and not isinstance(node.meta.get("val"), torch.Tensor):
                 continue  # a Python value export baked in (the guards read it)
-            new = graph.placeholder(str(node.target))
+            new = graph.placeholder(next(names, str(node.target)))
         elif node.op == "output":
             flat = node.args[0]
             flat = list(flat) if isinstance(flat, (list, tuple)) else [flat]

@@ -26,14 +26,41 @@ from ..tracing.tensordict import TensorDictProgram, is_tensordict_module
 from .backend import AutoBackend, Backend, ConcreteBackend, EntryHooks, TracingBackend
 from .check import RandomState, check_trace
 from .dispatch import Entry, Method, Signature
-from .export_backend import ExportBackend
+from .export_backend import ExportBackend, TorchScriptBackend
 
 __all__ = ["ConcreteBackend", "EntryHooks", "MethodTable", "TracingBackend"]
 
 
-def make_backend(spec: Backend | str, leaves: Sequence[type | str] = ()) -> Backend:
+def signature_of(fn: Callable[..., Any]) -> inspect.Signature:
+    """``inspect.signature(fn)``, or for a method of a loaded TorchScript file (which Python
+    cannot inspect) the signature its TorchScript schema declares."""
+    try:
+        return inspect.signature(fn)
+    except ValueError:
+        schema = getattr(fn, "schema", None)
+        if schema is None:
+            raise
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    return inspect.Signature(
+        [
+            inspect.Parameter(
+                a.name,
+                kind,
+                default=a.default_value if a.has_default_value() else inspect.Parameter.empty,
+            )
+            for a in schema.arguments[1:]  # the first is self
+        ]
+    )
+
+
+def make_backend(
+    spec: Backend | str, leaves: Sequence[type | str] = (), module: nn.Module | None = None
+) -> Backend:
     """The backend named ``spec`` (``"concrete"``, ``"export"``, ``"auto"``: the concrete tracer,
-    then torch.export when it fails), or ``spec`` itself."""
+    then torch.export when it fails), or ``spec`` itself. A TorchScript ``module`` is traced
+    by the torchscript backend, whatever the name."""
+    if isinstance(module, torch.jit.ScriptModule) and isinstance(spec, str):
+        return TorchScriptBackend(module)
     named: dict[str, Callable[[], Backend]] = {
         "concrete": lambda: ConcreteBackend(leaves),
         "export": ExportBackend,
@@ -124,7 +151,7 @@ class MethodTable:
                 raise TracingError(f"{self.owner} has no method {fn!r}" + did_you_mean(fn, names))
             if fn == "forward" and is_tensordict_module(self.module):
                 impl = TensorDictProgram.forward.__get__(self.module)
-            method = Method(fn, Signature(self.owner, fn, impl))
+            method = Method(fn, Signature(self.owner, fn, signature_of(impl)))
             self._methods[fn] = method
         return method
 
@@ -257,7 +284,8 @@ class MethodTable:
         the bent weights) if ``fn`` was never traced."""
         method = self._methods.get(fn)
         if method is None:
-            return getattr(self.root(), fn)(*args, **kwargs)
+            root = self.root()
+            return getattr(root if hasattr(root, fn) else self.module, fn)(*args, **kwargs)
         inputs = method.signature.bind(args, kwargs)
         training = self.module.training
         changed: tuple[Entry, DecisionChanged] | None = None

@@ -14,7 +14,7 @@ from ..weights import WeightBank
 from .bendings import Bending, BendingSet
 from .board import ControlBoard
 from .dispatch import Entry, Signature
-from .methods import MethodTable
+from .methods import MethodTable, signature_of
 
 __all__ = ["BendedView", "Restore"]
 
@@ -72,7 +72,7 @@ class BendedView:
         impl = getattr(self.module, fn, None)
         if not callable(impl) or isinstance(impl, nn.Module):
             raise TracingError(f"{self.owner} has no method {fn!r}")
-        return Signature(self.owner, fn, impl)
+        return Signature(self.owner, fn, signature_of(impl))
 
     def entry_for(self, fn: str, inputs: dict[str, Any]) -> Entry:
         """The graph that runs ``fn`` for ``inputs`` (by name), traced but not kept if none
