@@ -27,8 +27,8 @@ from .backend import EntryHooks, TracingBackend
 from .dispatch import Entry, Method, clone_inputs
 
 __all__ = [
+    "GraphCheck",
     "RandomState",
-    "check_entry",
     "check_trace",
     "first_difference",
     "kept_buffers",
@@ -129,134 +129,130 @@ def check_trace(
     inputs: dict[str, Any],
     state: RandomState,
 ) -> None:
-    """Check a new graph of ``method``, traced on ``inputs``, against the module itself."""
-    assert entry.gm is not None
-    owner = type(root).__name__
-    gm = entry.gm
-    if any(is_slot(n) for n in gm.graph.nodes):
-        gm = build_graph_module(entry.result, root, {}, f"Checked{owner}")
+    """Check a new graph of ``method``, traced on ``inputs``, against the module itself.
 
-    def eager() -> Any:
-        return backend.eager(root, method.name, clone_inputs(inputs))
+    The graph runs without its bending slots on the module's present buffers and from random
+    state ``state`` (that of the trace), and so does the module (``backend.eager``). Raises
+    :class:`TracingError` naming the first module whose output differs in the graph, with the
+    user's source line. When activations were bent while tracing, decisions the graph checks on
+    tensor values may rightly differ from the unbent module's: the check then gives up there.
+    """
+    GraphCheck(backend, hooks, root, method, entry, inputs, state).run()
 
-    def retrace() -> dict[str, str]:
+
+class GraphCheck:
+    """One check of one new graph (see :func:`check_trace`)."""
+
+    def __init__(
+        self,
+        backend: TracingBackend,
+        hooks: EntryHooks,
+        root: nn.Module,
+        method: Method,
+        entry: Entry,
+        inputs: dict[str, Any],
+        state: RandomState,
+    ) -> None:
+        assert entry.gm is not None
+        self.backend, self.hooks, self.root, self.state = backend, hooks, root, state
+        self.method, self.inputs = method.name, inputs
+        self.label = f"{type(root).__name__}.{method.name}"
+        self.graph = entry.gm
+        self.bent = any(is_slot(n) for n in entry.gm.graph.nodes)
+        if self.bent:
+            self.graph = build_graph_module(entry.result, root, {}, f"Checked{self.label}")
+        self.args = [inputs[n] for n in entry.input_names]
+
+    @contextlib.contextmanager
+    def replayed(self) -> Iterator[None]:
+        with torch.no_grad(), kept_buffers(self.root), self.state.replayed():
+            yield
+
+    def eager(self) -> Any:
+        with self.replayed():
+            return self.backend.eager(self.root, self.method, clone_inputs(self.inputs))
+
+    def run(self) -> None:
+        expected = self.eager()
+        try:
+            with self.replayed():
+                got = self.graph.forward(*clone_inputs(self.args))
+        except DecisionChanged as e:
+            if self.bent:
+                return
+            step = graph_module_record(self.graph).flow_steps[e.step]
+            raise TracingError(
+                f"{self.label}: on the inputs it was traced with, the traced graph takes "
+                f"decision {step.kind} '{step.name}' at {step.file} otherwise ({e.got!r}) than "
+                f"the module ({e.expected!r}). " + _ADVICE
+            ) from None
+        problem = first_difference(expected, got)
+        if problem is not None:
+            raise TracingError(
+                f"{self.label}: the traced graph does not compute what the module computes on "
+                f"the inputs it was traced with ({problem}){self.first_module()}; the graph is "
+                "not used. " + _ADVICE
+            )
+
+    def first_module(self) -> str:
+        """``"; the first module whose output differs is ..."``, or ``""``."""
+        seen: dict[str, list[Any]] = {}
+
+        def keep(name: str) -> Callable[..., None]:
+            def hook(_module: nn.Module, _inputs: Any, out: Any) -> None:
+                copy = map_values(out, lambda v: v.clone() if isinstance(v, torch.Tensor) else v)
+                seen.setdefault(name, []).append(copy)
+
+            return hook
+
+        handles = [m.register_forward_hook(keep(name)) for name, m in self.root.named_modules()]
+        try:
+            self.eager()
+        finally:
+            for h in handles:
+                h.remove()
+        computed: dict[str, Any] = {}
+        with contextlib.suppress(Exception), self.replayed():
+            _Recorder(self.graph, computed).run(*clone_inputs(self.args))
+        paths = graph_module_record(self.graph).paths
+        calls: dict[str, int] = {}
+        for node in self.graph.graph.nodes:
+            if node.op != "call_module":
+                continue
+            path = paths.get(str(node.target), str(node.target))
+            k = calls[path] = calls.get(path, -1) + 1
+            if node.name not in computed:
+                return f"; the graph stopped before module '{path}'"
+            if k >= len(seen.get(path, [])):
+                return f"; the graph calls module '{path}' where the module does not"
+            problem = first_difference(seen[path][k], computed[node.name])
+            if problem is not None:
+                where = self.user_line(node.name)
+                problem = problem.replace("the output", "its output")
+                return f"; the first module whose output differs is '{path}'{where}: {problem}"
+        return ""
+
+    def user_line(self, name: str) -> str:
+        """``", called at file.py:12 (...)"`` for node ``name``: traced again, noting the line
+        of the user's code that each node comes from."""
         lines: dict[str, str] = {}
 
         def on_value(node: torch.fx.Node, value: Any) -> Any:
             lines[node.name] = _caller_line()
-            return hooks.bend_value(method.name, node, value)
+            return self.hooks.bend_value(self.method, node, value)
 
-        backend.trace(root, method.name, inputs, on_value)
-        return lines
-
-    graph_args = [inputs[n] for n in entry.input_names]
-    bent = gm is not entry.gm
-    check_entry(owner, method.name, gm, graph_args, eager, root, state, retrace, bent)
-
-
-def check_entry(
-    owner: str,
-    method: str,
-    graph: torch.fx.GraphModule,
-    args: list[Any],
-    eager: Callable[[], Any],
-    root: nn.Module,
-    state: RandomState,
-    retrace: Callable[[], dict[str, str]],
-    bent: bool = False,
-) -> None:
-    """Run ``graph`` (a traced graph without bending slots) on ``args`` and the module itself
-    (``eager()``), both from the random state ``state`` and the module's present buffers, and
-    compare their outputs.
-
-    Raises :class:`TracingError` naming the first module whose output differs in the graph, with
-    the user's source line (from ``retrace()``: the user's line of each node, by name). With
-    ``bent`` (activations of the trace were bent), decisions the graph checks on tensor values
-    may rightly differ from the unbent module's: the check then gives up on such a difference.
-    """
-    with torch.no_grad(), kept_buffers(root), state.replayed():
-        expected = eager()
-    try:
-        with torch.no_grad(), kept_buffers(root), state.replayed():
-            got = graph.forward(*clone_inputs(args))
-    except DecisionChanged as e:
-        if bent:
-            return
-        step = graph_module_record(graph).flow_steps[e.step]
-        raise TracingError(
-            f"{owner}.{method}: on the inputs it was traced with, the traced graph takes decision "
-            f"{step.kind} '{step.name}' at {step.file} otherwise ({e.got!r}) than the module "
-            f"({e.expected!r}). " + _ADVICE
-        ) from None
-    problem = first_difference(expected, got)
-    if problem is None:
-        return
-    where = _first_module(graph, args, eager, root, state, retrace)
-    raise TracingError(
-        f"{owner}.{method}: the traced graph does not compute what the module computes on the "
-        f"inputs it was traced with ({problem}){where}; the graph is not used. " + _ADVICE
-    )
+        try:
+            with self.state.replayed():
+                self.backend.trace(self.root, self.method, self.inputs, on_value)
+        except Exception:
+            return ""
+        return f", called at {lines[name]}" if lines.get(name) else ""
 
 
 _ADVICE = (
     "The tracer followed some Python differently from Python itself (please report it with "
     "the module). To use the graph anyway, at your own risk, pass check=False to BendedModule."
 )
-
-
-def _first_module(
-    graph: torch.fx.GraphModule,
-    args: list[Any],
-    eager: Callable[[], Any],
-    root: nn.Module,
-    state: RandomState,
-    retrace: Callable[[], dict[str, str]],
-) -> str:
-    """``"; the first module whose output differs is ..."``, or ``""`` if none can be named."""
-    seen: dict[str, list[Any]] = {}
-    handles = [
-        m.register_forward_hook(
-            lambda _m, _i, out, name=name: seen.setdefault(name, []).append(
-                map_values(out, lambda v: v.clone() if isinstance(v, torch.Tensor) else v)
-            )
-        )
-        for name, m in root.named_modules()
-    ]
-    try:
-        with torch.no_grad(), kept_buffers(root), state.replayed():
-            eager()
-    finally:
-        for h in handles:
-            h.remove()
-    computed: dict[str, Any] = {}
-    with contextlib.suppress(Exception), torch.no_grad(), kept_buffers(root), state.replayed():
-        _Recorder(graph, computed).run(*clone_inputs(args))
-    paths = graph_module_record(graph).paths
-    calls: dict[str, int] = {}
-    for node in graph.graph.nodes:
-        if node.op != "call_module":
-            continue
-        path = paths.get(str(node.target), str(node.target))
-        k = calls[path] = calls.get(path, -1) + 1
-        if node.name not in computed:
-            return f"; the graph stopped before module '{path}'"
-        if k >= len(seen.get(path, [])):
-            return f"; the graph calls module '{path}' where the module does not"
-        problem = first_difference(seen[path][k], computed[node.name])
-        if problem is not None:
-            line = _user_line(node.name, retrace)
-            return f"; the first module whose output differs is '{path}'{line}: " + problem.replace(
-                "the output", "its output"
-            )
-    return ""
-
-
-def _user_line(name: str, retrace: Callable[[], dict[str, str]]) -> str:
-    try:
-        line = retrace().get(name, "")
-    except Exception:
-        return ""
-    return f", called at {line}" if line else ""
 
 
 class _Recorder(torch.fx.Interpreter):
