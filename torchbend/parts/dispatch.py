@@ -10,7 +10,7 @@ import torch
 import torch.fx
 
 from ..errors import TracingError, did_you_mean
-from ..tracing import TracedGraph, fact_reader, is_guard, is_tensordict, record_of
+from ..tracing import TracedGraph, fact_reader, is_guard, is_tensordict, kind_of, record_of
 
 __all__ = ["Entry", "Method", "Signature", "clone_inputs"]
 
@@ -68,6 +68,7 @@ class Entry:
         self.training = training
         self.facts = result.guard_facts
         self.readers = tuple(fact_reader(f) for f in result.guard_facts)
+        self.names = tuple(names)
         self.keys: set[tuple[Any, ...]] = set()
         self.input_names = tuple(
             str(n.target)
@@ -78,7 +79,11 @@ class Entry:
         self.gm: torch.fx.GraphModule | None = None
 
     def key(self, inputs: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(read(inputs) for read in self.readers)
+        """The guard key of ``inputs``: the kinds of all arguments (``None`` or a tensor, an
+        ``int`` or a ``float``...), then the facts the graph's decisions read."""
+        kinds = tuple(kind_of(inputs[n]) for n in self.names)
+        modes = tuple(_training(ref, flag) for ref, flag in self.result.modes)
+        return (kinds, modes, *(read(inputs) for read in self.readers))
 
     def same_decisions(self, result: TracedGraph, training: bool) -> bool:
         return (
@@ -114,6 +119,13 @@ class Method:
     def key(self) -> str:
         """The name bending keys use for this method's activations."""
         return self.source or self.name
+
+
+def _training(ref: Callable[[], Any], traced: bool) -> bool:
+    """The ``training`` flag of a submodule a graph was traced through (as traced if the
+    module is gone: a view of the module that bent weights replaced since)."""
+    module = ref()
+    return traced if module is None else bool(module.training)
 
 
 def clone_inputs(value: Any) -> Any:

@@ -40,6 +40,19 @@ class ConcreteProxy(torch.fx.Proxy):
     concrete value back to Python and asks its tracer to record the decision and guard it.
     """
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        # ``isinstance(n, int)`` answers as on the concrete number (``type(proxy)`` stays this
+        # class): calls are guarded by the kinds of their arguments, so the answer holds for
+        # every call the graph runs. Tensors keep answering ``False`` to ``isinstance(x,
+        # torch.Tensor)``: PyTorch's C code trusts that answer and would crash on a proxy.
+        cls = type(self)
+        if cls is ConcreteProxy:
+            value = _concrete(self).value_of(self)
+            if type(value) in (int, float):
+                return type(value)
+        return cls
+
     def __getattr__(self, k: str) -> Any:
         if k in _CONCRETE_ATTRIBUTES:
             found, value = _concrete(self).read_attribute(self, k)
@@ -67,14 +80,27 @@ class ConcreteProxy(torch.fx.Proxy):
         return self.tracer.to_bool(self)
 
     def __format__(self, spec: str) -> str:
-        # f-strings in user code (error messages, mostly) show the value on the example inputs.
-        return format(_concrete(self).value_of(self), spec)
+        # A number written into a string (a key, a name) is read as a guarded value; other
+        # values (tensors in error messages, mostly) show as on the example inputs.
+        return format(_as_python(self), spec)
+
+    def __str__(self) -> str:
+        value = _as_python(self)
+        return str(value) if type(value) in (int, float) else repr(self)
 
 
 def _concrete(proxy: torch.fx.Proxy) -> ConcreteTracer:
     """The tracer of ``proxy``, as what proxies ask of it (it made the proxy: see
     ``BendingTracer.proxy``)."""
     return cast(ConcreteTracer, proxy.tracer)
+
+
+def _as_python(proxy: ConcreteProxy) -> Any:
+    """The value of ``proxy`` handed to Python: a number as a guarded decision."""
+    value = _concrete(proxy).value_of(proxy)
+    if type(value) in (int, float):
+        return _concrete(proxy).escape(proxy, type(value).__name__)
+    return value
 
 
 class ConcreteAttribute(torch.fx.proxy.Attribute, ConcreteProxy):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,6 +135,9 @@ class TracedGraph(torch.fx.Graph):
     """What the method returned on the example inputs."""
     runtime_guards: int
     """How many decisions are checked inside the graph (they read tensor data)."""
+    modes: tuple[tuple[Callable[[], Any], bool], ...] = ()
+    """The submodules whose Python code the trace ran (their ``self.training`` reads are baked
+    in), as weak references, each with its ``training`` flag when traced."""
 
     def __init__(
         self,
