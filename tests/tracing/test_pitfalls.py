@@ -383,3 +383,71 @@ def test_submodules_switched_to_train_mode_after_tracing():
         except tb.TorchbendError:
             continue
         assert_same(got, expected)
+
+
+# -- isinstance, sets and state --------------------------------------------------------------
+
+
+class TensorOrNumber(nn.Module):
+    def forward(self, x, bias=0.5):
+        if isinstance(bias, torch.Tensor):
+            return x + bias.mean()
+        return x - bias
+
+
+def test_isinstance_of_a_tensor_argument():
+    x = torch.randn(3)
+    check_calls(
+        TensorOrNumber,
+        {"x": x, "bias": torch.ones(2)},
+        {"x": x},
+        {"x": x, "bias": 2},
+        {"x": x, "bias": torch.ones(5)},
+    )
+
+
+class InSet(nn.Module):
+    def forward(self, x, n: int = 1):
+        if n in {1, 2}:
+            return x * n
+        return x
+
+
+def test_int_argument_looked_up_in_a_set():
+    x = torch.randn(3)
+    check_calls(InSet, {"x": x}, {"x": x, "n": 3}, {"x": x, "n": 2})
+
+
+class ScalarsInADict(nn.Module):
+    def forward(self, batch):
+        scale = batch["scale"]
+        if isinstance(scale, int) and scale > 1:
+            return batch["x"] * scale
+        return batch["x"]
+
+
+def test_scalars_inside_a_dict_argument():
+    x = torch.randn(3)
+    check_calls(
+        ScalarsInADict,
+        {"batch": {"x": x, "scale": 2}},
+        {"batch": {"x": x, "scale": 1}},
+        {"batch": {"x": x, "scale": 1.5}},
+    )
+
+
+class Counter(nn.Module):
+    """Python state changed by ``forward``: graphs do not record it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return x * self.calls
+
+
+def test_python_state_changed_in_forward_is_an_error():
+    with pytest.raises(tb.TracingError, match="calls"):
+        tb.BendedModule(Counter()).trace(x=torch.ones(2))

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import operator
+import sys
 from typing import Any, Protocol, cast
 
 import torch.fx
+
+from .inspection import is_user_file
 
 __all__ = ["ConcreteAttribute", "ConcreteProxy", "ConcreteTracer"]
 
@@ -83,6 +86,15 @@ class ConcreteProxy(torch.fx.Proxy):
         # A number written into a string (a key, a name) is read as a guarded value; other
         # values (tensors in error messages, mostly) show as on the example inputs.
         return format(_as_python(self), spec)
+
+    def __hash__(self) -> int:
+        # ``n in {1, 2}`` and ``table[n]`` in user code look a number up by its value (then
+        # compare with ``==``, a guarded decision); elsewhere a proxy hashes as itself.
+        if is_user_file(sys._getframe(1).f_code.co_filename):
+            value = _concrete(self).value_of(self)
+            if type(value) in (int, float):
+                return hash(_as_python(self))
+        return id(self) >> 4
 
     def __str__(self) -> str:
         value = _as_python(self)

@@ -6,7 +6,6 @@ import dataclasses
 import inspect
 import linecache
 import math
-import os
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
@@ -20,6 +19,7 @@ from .compat import RootCallTracer, recorded_node, target_name
 from .factories import traced_factories
 from .facts import Fact
 from .flow import READERS, FlowStep, check_decision, is_guard
+from .inspection import USER_CODE_SKIPS, user_isinstance
 from .objects import class_key, rebuild_object
 from .operations import PURE_FUNCTIONS, SHAPE_ATTRIBUTES, SHAPE_METHODS, returns_none
 from .placeholders import root_call
@@ -30,11 +30,6 @@ from .state import restore_state
 from .values import has_proxy, is_proxied_input, map_values
 
 __all__ = ["BendingTracer"]
-
-_SKIPPED_FILES = (
-    os.path.dirname(torch.__file__) + os.sep,
-    os.path.dirname(os.path.dirname(__file__)) + os.sep,
-)
 
 
 class BendingTracer(RootCallTracer):
@@ -83,7 +78,7 @@ class BendingTracer(RootCallTracer):
         self._concrete_inputs, self._runtime_guards = [], 0
         self._modules = {}
         try:
-            with restore_state(root), traced_factories(self):
+            with restore_state(root), traced_factories(self), user_isinstance(self):
                 graph = self.trace(root)
             outputs = self._finalize(graph)
         finally:
@@ -334,7 +329,7 @@ class BendingTracer(RootCallTracer):
 
     def _user_location(self) -> tuple[str, str, str]:
         frame = inspect.currentframe()
-        while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED_FILES):
+        while frame is not None and frame.f_code.co_filename.startswith(USER_CODE_SKIPS):
             frame = frame.f_back
         if frame is None:
             return ("<unknown>", "<unknown>", "")
