@@ -451,3 +451,34 @@ class Counter(nn.Module):
 def test_python_state_changed_in_forward_is_an_error():
     with pytest.raises(tb.TracingError, match="calls"):
         tb.BendedModule(Counter()).trace(x=torch.ones(2))
+
+
+class ModeInADict(nn.Module):
+    def forward(self, batch):
+        x = batch["x"][None, None]
+        if batch["mode"] == "nearest":
+            return F.interpolate(x, scale_factor=2, mode=batch["mode"])
+        return F.interpolate(x, scale_factor=2, mode=batch["mode"], align_corners=True)
+
+
+def test_string_mode_inside_a_dict_argument():
+    x = torch.randn(5)
+    check_calls(
+        ModeInADict,
+        {"batch": {"x": x, "mode": "nearest"}},
+        {"batch": {"x": x, "mode": "linear"}},
+        {"batch": {"x": x, "mode": "nearest"}},
+    )
+
+
+class OptionalInAList(nn.Module):
+    def forward(self, xs):
+        out = xs[0]
+        if xs[1] is not None:
+            out = out + xs[1]
+        return out
+
+
+def test_none_inside_a_list_argument():
+    a = torch.randn(3)
+    check_calls(OptionalInAList, {"xs": [a, None]}, {"xs": [a, a]}, {"xs": [a, None]})

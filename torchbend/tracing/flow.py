@@ -56,6 +56,7 @@ READERS: dict[str, Callable[[Any], Any]] = {
     "int": int,
     "float": float,
     "none": lambda value: value is None,
+    "str": lambda value: value if type(value) is str else None,
 }
 
 

@@ -174,11 +174,11 @@ class BendingTracer(RootCallTracer):
             set_record(node, NodeRecord(static=static, shape_deps=frozenset()))
         else:
             record_call(node, kind, target, args, value, self._values.get)
-        if value is None and not returns_none(kind, target):
-            # Code tests ``is None`` on what a call returned (``d.get("mask")``): hand it the
-            # ``None`` itself, and guard that the call still returns ``None``.
-            self._decide(proxy, "none", "logical")
-            return None
+        if (value is None or type(value) is str) and not returns_none(kind, target):
+            # Code tests ``is None`` on what a call returned (``d.get("mask")``) or compares a
+            # string (``cfg["mode"]``): hand it the value itself, guarding that it stays so.
+            self._decide(proxy, "none" if value is None else "str", "value")
+            return value
         return proxy
 
     def _concrete_hook(self, node: Node, value: Any) -> Any:
