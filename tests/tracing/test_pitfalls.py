@@ -482,3 +482,18 @@ class OptionalInAList(nn.Module):
 def test_none_inside_a_list_argument():
     a = torch.randn(3)
     check_calls(OptionalInAList, {"xs": [a, None]}, {"xs": [a, a]}, {"xs": [a, None]})
+
+
+class IsTensor(nn.Module):
+    def forward(self, x, offset=1):
+        if torch.is_tensor(offset):
+            return x + offset.sum()
+        if hasattr(offset, "shape"):
+            return x * 0
+        return x + getattr(offset, "real", 0)
+
+
+def test_is_tensor_and_hasattr_of_arguments():
+    x = torch.randn(3)
+    check_calls(IsTensor, {"x": x}, {"x": x, "offset": torch.ones(2)}, {"x": x, "offset": 2.5})
+    check_calls(IsTensor, {"x": x, "offset": torch.ones(2)}, {"x": x, "offset": 3})

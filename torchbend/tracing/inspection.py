@@ -21,6 +21,7 @@ USER_CODE_SKIPS = (
 """Files of PyTorch and torchbend: code there sees proxies as proxies; the rest is user code."""
 
 _isinstance = builtins.isinstance
+_is_tensor = torch.is_tensor
 
 
 class _Tracer(Protocol):
@@ -37,7 +38,8 @@ def is_user_file(filename: str) -> bool:
 def user_isinstance(tracer: _Tracer) -> Iterator[None]:
     """While tracing, ``isinstance`` in user code answers as on the concrete value of a proxy
     (``isinstance(mask, torch.Tensor)`` is ``True`` for a traced tensor), as well as on the
-    proxy itself (``isinstance(x, torch.fx.Proxy)`` stays ``True``).
+    proxy itself (``isinstance(x, torch.fx.Proxy)`` stays ``True``); so does
+    ``torch.is_tensor``.
 
     Without this, code testing whether an argument is a tensor takes the other branch, and
     the graph computes something eager code never does. PyTorch's own code keeps seeing
@@ -53,8 +55,15 @@ def user_isinstance(tracer: _Tracer) -> Iterator[None]:
             return _isinstance(obj, cls)
         return _isinstance(obj, cls) or _isinstance(tracer.value_of(obj), cls)
 
+    def is_tensor(obj: Any, /) -> bool:
+        if _isinstance(obj, torch.fx.Proxy) and is_user_file(sys._getframe(1).f_code.co_filename):
+            obj = tracer.value_of(obj)
+        return _is_tensor(obj)
+
     builtins.isinstance = isinstance
+    torch.is_tensor = is_tensor  # type: ignore[assignment]
     try:
         yield
     finally:
         builtins.isinstance = _isinstance
+        torch.is_tensor = _is_tensor

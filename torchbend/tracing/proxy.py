@@ -6,6 +6,7 @@ import operator
 import sys
 from typing import Any, Protocol, cast
 
+import torch
 import torch.fx
 
 from .inspection import is_user_file
@@ -61,6 +62,10 @@ class ConcreteProxy(torch.fx.Proxy):
             found, value = _concrete(self).read_attribute(self, k)
             if found:
                 return value
+        value = _concrete(self).value_of(self)
+        if not _has_attribute(value, k):
+            # As eager code would: ``hasattr(n, "shape")``, ``getattr(x, "_is_param", False)``.
+            raise AttributeError(f"{type(value).__name__!r} object has no attribute {k!r}")
         return ConcreteAttribute(self, k)
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -105,6 +110,14 @@ def _concrete(proxy: torch.fx.Proxy) -> ConcreteTracer:
     """The tracer of ``proxy``, as what proxies ask of it (it made the proxy: see
     ``BendingTracer.proxy``)."""
     return cast(ConcreteTracer, proxy.tracer)
+
+
+def _has_attribute(value: Any, name: str) -> bool:
+    """Whether ``value`` has attribute ``name``; a tensor's properties are looked up on its
+    class, not computed (``x.grad`` of a non-leaf tensor warns)."""
+    if isinstance(value, torch.Tensor):
+        return hasattr(type(value), name) or name in vars(value)
+    return hasattr(value, name)
 
 
 def _as_python(proxy: ConcreteProxy) -> Any:
