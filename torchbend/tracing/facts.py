@@ -17,6 +17,7 @@ whole shape), ``dtype``, ``ndim``, ``device``, ``value`` (a scalar argument) or 
 (the whole structure of a container argument)."""
 
 _MISSING = object()
+_PLAIN = frozenset({type(None), bool, int, float, str})
 
 
 def signature_of(value: Any) -> Any:
@@ -42,6 +43,9 @@ def kind_of(value: Any) -> Any:
     """What kind of value an argument is: its type, and the kinds of a container's items (and
     a mapping's keys). Every call is guarded by the kinds of all its arguments: code reads them
     in ways no tracer sees (``mask is None``, ``isinstance(x, torch.Tensor)``, ``"a" in d``)."""
+    cls = type(value)
+    if cls is torch.Tensor or cls in _PLAIN:  # the common cases, first
+        return cls
     if isinstance(value, torch.Tensor):
         return torch.Tensor
     if isinstance(value, (list, tuple)):

@@ -19,7 +19,7 @@ from .compat import RootCallTracer, recorded_node, target_name
 from .factories import traced_factories
 from .facts import Fact
 from .flow import READERS, FlowStep, check_decision, is_guard
-from .inspection import USER_CODE_SKIPS, user_isinstance
+from .inspection import USER_CODE_SKIPS, is_user_file, user_isinstance
 from .objects import class_key, rebuild_object
 from .operations import PURE_FUNCTIONS, SHAPE_ATTRIBUTES, SHAPE_METHODS, returns_none
 from .placeholders import root_call
@@ -121,8 +121,13 @@ class BendingTracer(RootCallTracer):
     ) -> Any:
         if self.executing:
             return forward(*args, **kwargs)
-        if not self.is_leaf_module(m, self._path_of(m)):
-            self._modules.setdefault(id(m), m)  # its code reads ``self.training``, maybe
+        code = getattr(type(m).forward, "__code__", None)
+        if (
+            code is not None
+            and is_user_file(code.co_filename)
+            and not self.is_leaf_module(m, self._path_of(m))
+        ):
+            self._modules.setdefault(id(m), m)  # its code may read ``self.training``
         if not has_proxy((args, kwargs)):
             return forward(*args, **kwargs)
         return super().call_module(m, forward, args, kwargs)
