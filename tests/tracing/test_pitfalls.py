@@ -497,3 +497,34 @@ def test_is_tensor_and_hasattr_of_arguments():
     x = torch.randn(3)
     check_calls(IsTensor, {"x": x}, {"x": x, "offset": torch.ones(2)}, {"x": x, "offset": 2.5})
     check_calls(IsTensor, {"x": x, "offset": torch.ones(2)}, {"x": x, "offset": 3})
+
+
+class Configured(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = ByMode()
+        self.causal = True
+        self.temperature = 1.0
+
+    def forward(self, x):
+        if self.causal:
+            x = x.cumsum(-1)
+        return self.inner(x / self.temperature)
+
+
+def test_plain_attributes_changed_after_tracing():
+    for strict in (False, True):
+        module = Configured().eval()
+        bended = tb.BendedModule(module, strict=strict)
+        x = torch.randn(4)
+        bended.trace(x=x)
+        for change in ({"causal": False}, {"temperature": 0.5}, {"causal": True}):
+            for name, value in change.items():
+                setattr(module, name, value)
+            module.inner.training_only = not module.inner.training_only
+            try:
+                got = bended(x)
+            except tb.GuardError:
+                assert strict
+                continue
+            assert_same(got, module(x))

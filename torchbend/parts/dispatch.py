@@ -80,10 +80,11 @@ class Entry:
 
     def key(self, inputs: dict[str, Any]) -> tuple[Any, ...]:
         """The guard key of ``inputs``: the kinds of all arguments (``None`` or a tensor, an
-        ``int`` or a ``float``...), then the facts the graph's decisions read."""
+        ``int`` or a ``float``...), the plain attributes of the modules the trace ran through
+        (``training``, flags), then the facts the graph's decisions read."""
         kinds = tuple(kind_of(inputs[n]) for n in self.names)
-        modes = tuple(_training(ref, flag) for ref, flag in self.result.modes)
-        return (kinds, modes, *(read(inputs) for read in self.readers))
+        state = tuple(s.current() for s in self.result.module_state)
+        return (kinds, state, *(read(inputs) for read in self.readers))
 
     def same_decisions(self, result: TracedGraph, training: bool) -> bool:
         return (
@@ -119,13 +120,6 @@ class Method:
     def key(self) -> str:
         """The name bending keys use for this method's activations."""
         return self.source or self.name
-
-
-def _training(ref: Callable[[], Any], traced: bool) -> bool:
-    """The ``training`` flag of a submodule a graph was traced through (as traced if the
-    module is gone: a view of the module that bent weights replaced since)."""
-    module = ref()
-    return traced if module is None else bool(module.training)
 
 
 def clone_inputs(value: Any) -> Any:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.fx
 
+from .attributes import ModuleState
 from .facts import Fact
 from .flow import FlowStep
 from .surgery import copy_graph
@@ -135,9 +135,9 @@ class TracedGraph(torch.fx.Graph):
     """What the method returned on the example inputs."""
     runtime_guards: int
     """How many decisions are checked inside the graph (they read tensor data)."""
-    modes: tuple[tuple[Callable[[], Any], bool], ...] = ()
-    """The submodules whose Python code the trace ran (their ``self.training`` reads are baked
-    in), as weak references, each with its ``training`` flag when traced."""
+    module_state: tuple[ModuleState, ...] = ()
+    """The plain attributes (``training``, flags, modes) of the modules whose Python code the
+    trace ran: their reads are baked in."""
 
     def __init__(
         self,

@@ -9,15 +9,11 @@ import torch
 import torch.fx
 
 from ..errors import TracingError
+from .attributes import is_plain
 
 __all__ = ["restore_state"]
 
 _ABSENT = object()
-
-
-def _is_plain(value: object) -> bool:
-    """Plain Python state (a counter, a flag, a mode) rather than a tensor or a container."""
-    return value is None or isinstance(value, (bool, int, float, str))
 
 
 @contextlib.contextmanager
@@ -56,7 +52,7 @@ def restore_state(root: torch.nn.Module) -> Iterator[None]:
             for key, value in list(vars(m).items()):
                 old = before.get(key, _ABSENT)
                 if isinstance(value, torch.fx.Proxy) or (
-                    value is not old and _is_plain(value) and not (_is_plain(old) and value == old)
+                    value is not old and is_plain(value) and not (is_plain(old) and value == old)
                 ):
                     if not isinstance(value, torch.fx.Proxy):
                         changed.append(f"{prefix}.{key}".lstrip(".") + f" ({old!r} -> {value!r})")

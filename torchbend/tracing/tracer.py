@@ -6,7 +6,6 @@ import dataclasses
 import inspect
 import linecache
 import math
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
 
@@ -15,6 +14,7 @@ import torch.fx
 from torch.fx.node import Argument, Node
 
 from ..errors import TracingError
+from .attributes import module_state
 from .compat import RootCallTracer, recorded_node, target_name
 from .factories import traced_factories
 from .facts import Fact
@@ -30,6 +30,9 @@ from .state import restore_state
 from .values import has_proxy, is_proxied_input, map_values
 
 __all__ = ["BendingTracer"]
+
+_NO_CODE = compile("", USER_CODE_SKIPS[0], "exec")
+"""Stands for the code of a forward that has none (a C function): not user code."""
 
 
 class BendingTracer(RootCallTracer):
@@ -76,7 +79,7 @@ class BendingTracer(RootCallTracer):
         self._inputs, self._values = inputs, {}
         self._steps, self._facts, self._constants = [], set(), {}
         self._concrete_inputs, self._runtime_guards = [], 0
-        self._modules = {}
+        self._modules = {id(root): root}
         try:
             with restore_state(root), traced_factories(self), user_isinstance(self):
                 graph = self.trace(root)
@@ -92,7 +95,7 @@ class BendingTracer(RootCallTracer):
             outputs=outputs,
             runtime_guards=self._runtime_guards,
         )
-        traced.modes = tuple((weakref.ref(m), m.training) for m in self._modules.values())
+        traced.module_state = module_state(self._modules.values())
         return traced
 
     # -- torch.fx hooks ----------------------------------------------------------------------
@@ -121,12 +124,8 @@ class BendingTracer(RootCallTracer):
     ) -> Any:
         if self.executing:
             return forward(*args, **kwargs)
-        code = getattr(type(m).forward, "__code__", None)
-        if (
-            code is not None
-            and is_user_file(code.co_filename)
-            and not self.is_leaf_module(m, self._path_of(m))
-        ):
+        code = getattr(type(m).forward, "__code__", _NO_CODE)
+        if is_user_file(code.co_filename) and not self.is_leaf_module(m, self._path_of(m)):
             self._modules.setdefault(id(m), m)  # its code may read ``self.training``
         if not has_proxy((args, kwargs)):
             return forward(*args, **kwargs)
