@@ -528,3 +528,55 @@ def test_plain_attributes_changed_after_tracing():
                 assert strict
                 continue
             assert_same(got, module(x))
+
+
+# -- a real model ----------------------------------------------------------------------------
+
+
+def _tiny_llama() -> nn.Module:
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(
+        vocab_size=50,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+    )
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+class LlamaLogits(nn.Module):
+    """transformers' Llama: ``logits_to_keep: int = 0`` sliced by ``isinstance``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = _tiny_llama()
+
+    def forward(self, input_ids, logits_to_keep=0, attention_mask=None):
+        return self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            logits_to_keep=logits_to_keep,
+            use_cache=False,
+        ).logits
+
+
+@pytest.mark.slow
+def test_llama_logits_to_keep():
+    ids = torch.randint(0, 50, (1, 7), generator=torch.Generator().manual_seed(0))
+    check_calls(
+        LlamaLogits,
+        {"input_ids": ids},
+        {"input_ids": ids, "logits_to_keep": 1},
+        {"input_ids": torch.cat([ids, ids], 1)},
+        {"input_ids": ids, "attention_mask": torch.ones_like(ids)},
+        atol=1e-5,
+    )
+
+
+@pytest.mark.slow
+def test_llama_cache_objects_are_a_clear_error():
+    with pytest.raises(tb.TracingError, match=r"DynamicCache.*use_cache=False"):
+        tb.BendedModule(_tiny_llama()).trace(input_ids=torch.zeros(1, 3, dtype=torch.long))

@@ -151,7 +151,16 @@ class BendingTracer(RootCallTracer):
             and has_proxy(dict(vars(a)))
         ):
             return self._rebuild(a, None)
-        return super().create_arg(a)
+        try:
+            return super().create_arg(a)
+        except NotImplementedError:
+            where = self._user_location()[0]
+            raise TracingError(
+                f"while tracing {type(self.root).__name__}.{self.traced_func_name}, code at "
+                f"{where} passes a {type(a).__name__} to a traced operation: graphs cannot hold "
+                "such an object. Pass inputs that avoid it (use_cache=False for a transformers "
+                "model), or make the module using it a leaf (torchbend_leaf = True)."
+            ) from None
 
     def create_proxy(
         self,
