@@ -10,7 +10,9 @@ from typing import Any
 
 import torch
 
-__all__ = ["ModuleState", "module_state"]
+from .inspection import is_user_file
+
+__all__ = ["ModuleState", "is_plain", "module_state", "runs_user_code"]
 
 # What ``nn.Module.__init__`` sets: torch's bookkeeping, not state user code branches on.
 _INTERNALS = frozenset(vars(torch.nn.Module())) - {"training"}
@@ -45,6 +47,13 @@ class ModuleState:
             return self.read(vars(module))
         except KeyError:  # an attribute deleted since
             return _GONE
+
+
+def runs_user_code(module: torch.nn.Module) -> bool:
+    """Whether ``module``'s ``forward`` is user code (PyTorch's own containers read no plain
+    attribute of theirs)."""
+    code = getattr(type(module).forward, "__code__", None)
+    return code is not None and is_user_file(code.co_filename)
 
 
 def module_state(modules: Iterable[torch.nn.Module]) -> tuple[ModuleState, ...]:

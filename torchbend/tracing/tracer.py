@@ -14,12 +14,12 @@ import torch.fx
 from torch.fx.node import Argument, Node
 
 from ..errors import TracingError
-from .attributes import module_state
+from .attributes import module_state, runs_user_code
 from .compat import RootCallTracer, recorded_node, target_name
 from .factories import traced_factories
 from .facts import Fact
 from .flow import READERS, FlowStep, check_decision, is_guard
-from .inspection import USER_CODE_SKIPS, is_user_file, user_isinstance
+from .inspection import USER_CODE_SKIPS, user_isinstance
 from .objects import class_key, rebuild_object
 from .operations import PURE_FUNCTIONS, SHAPE_ATTRIBUTES, SHAPE_METHODS, returns_none
 from .placeholders import root_call
@@ -30,9 +30,6 @@ from .state import restore_state
 from .values import has_proxy, is_proxied_input, map_values
 
 __all__ = ["BendingTracer"]
-
-_NO_CODE = compile("", USER_CODE_SKIPS[0], "exec")
-"""Stands for the code of a forward that has none (a C function): not user code."""
 
 
 class BendingTracer(RootCallTracer):
@@ -124,8 +121,7 @@ class BendingTracer(RootCallTracer):
     ) -> Any:
         if self.executing:
             return forward(*args, **kwargs)
-        code = getattr(type(m).forward, "__code__", _NO_CODE)
-        if is_user_file(code.co_filename) and not self.is_leaf_module(m, self._path_of(m)):
+        if runs_user_code(m) and not self.is_leaf_module(m, self._path_of(m)):
             self._modules.setdefault(id(m), m)  # its code may read ``self.training``
         if not has_proxy((args, kwargs)):
             return forward(*args, **kwargs)
