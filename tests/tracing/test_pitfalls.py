@@ -580,3 +580,21 @@ def test_llama_logits_to_keep():
 def test_llama_cache_objects_are_a_clear_error():
     with pytest.raises(tb.TracingError, match=r"DynamicCache.*use_cache=False"):
         tb.BendedModule(_tiny_llama()).trace(input_ids=torch.zeros(1, 3, dtype=torch.long))
+
+
+class GradMode(nn.Module):
+    def forward(self, x):
+        return x * 2 if torch.is_grad_enabled() else x
+
+
+def test_grad_mode_read_in_forward():
+    for strict in (False, True):
+        bended = tb.BendedModule(GradMode(), strict=strict)
+        x = torch.randn(3)
+        bended.trace(x=x)
+        with torch.no_grad():
+            try:
+                assert_same(bended(x), x)
+            except tb.GuardError:
+                assert strict
+        assert_same(bended(x), x * 2)

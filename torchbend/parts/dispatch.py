@@ -81,9 +81,12 @@ class Entry:
     def key(self, inputs: dict[str, Any]) -> tuple[Any, ...]:
         """The guard key of ``inputs``: the kinds of all arguments (``None`` or a tensor, an
         ``int`` or a ``float``...), the plain attributes of the modules the trace ran through
-        (``training``, flags), then the facts the graph's decisions read."""
+        (``training``, flags), the grad mode if the trace read it, then the facts the
+        graph's decisions read."""
         kinds = tuple(kind_of(inputs[n]) for n in self.names)
         state = tuple(s.current() for s in self.result.module_state)
+        if self.result.grad_mode is not None:
+            state += (torch.is_grad_enabled(),)
         return (kinds, state, *(read(inputs) for read in self.readers))
 
     def same_decisions(self, result: TracedGraph, training: bool) -> bool:

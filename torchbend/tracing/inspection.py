@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import torch
 import torch.fx
 
-__all__ = ["USER_CODE_SKIPS", "is_user_file", "user_isinstance"]
+__all__ = ["USER_CODE_SKIPS", "is_user_file", "user_inspection"]
 
 USER_CODE_SKIPS = (
     os.path.dirname(torch.__file__) + os.sep,
@@ -22,9 +22,13 @@ USER_CODE_SKIPS = (
 
 _isinstance = builtins.isinstance
 _is_tensor = torch.is_tensor
+_is_grad_enabled = torch.is_grad_enabled
 
 
 class _Tracer(Protocol):
+    grad_mode_read: bool
+    executing: int
+
     def value_of(self, proxy: torch.fx.Proxy) -> Any: ...
 
 
@@ -35,7 +39,7 @@ def is_user_file(filename: str) -> bool:
 
 
 @contextlib.contextmanager
-def user_isinstance(tracer: _Tracer) -> Iterator[None]:
+def user_inspection(tracer: _Tracer) -> Iterator[None]:
     """While tracing, ``isinstance`` in user code answers as on the concrete value of a proxy
     (``isinstance(mask, torch.Tensor)`` is ``True`` for a traced tensor), as well as on the
     proxy itself (``isinstance(x, torch.fx.Proxy)`` stays ``True``); so does
@@ -46,6 +50,9 @@ def user_isinstance(tracer: _Tracer) -> Iterator[None]:
     proxies: its C code trusts ``isinstance(x, torch.Tensor)`` to mean a real tensor. The
     answer holds for every call the graph runs: calls are guarded by the kinds of their
     arguments, and the kinds of traced values follow from the decisions baked in.
+
+    ``torch.is_grad_enabled()`` read by traced code sets ``tracer.grad_mode_read``: the graph is
+    then guarded by the grad mode too.
     """
 
     def isinstance(obj: Any, cls: Any, /) -> bool:
@@ -60,10 +67,17 @@ def user_isinstance(tracer: _Tracer) -> Iterator[None]:
             obj = tracer.value_of(obj)
         return _is_tensor(obj)
 
+    def is_grad_enabled() -> bool:
+        if not tracer.executing:  # code run concretely (a leaf module) runs again at each call
+            tracer.grad_mode_read = True
+        return _is_grad_enabled()
+
     builtins.isinstance = isinstance
     torch.is_tensor = is_tensor  # type: ignore[assignment]
+    torch.is_grad_enabled = is_grad_enabled
     try:
         yield
     finally:
         builtins.isinstance = _isinstance
         torch.is_tensor = _is_tensor
+        torch.is_grad_enabled = _is_grad_enabled

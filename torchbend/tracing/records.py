@@ -138,6 +138,9 @@ class TracedGraph(torch.fx.Graph):
     module_state: tuple[ModuleState, ...] = ()
     """The plain attributes (``training``, flags, modes) of the modules whose Python code the
     trace ran: their reads are baked in."""
+    grad_mode: bool | None = None
+    """Whether gradients were enabled while tracing, if the traced code asked
+    (``torch.is_grad_enabled()``); ``None`` if it did not."""
 
     def __init__(
         self,

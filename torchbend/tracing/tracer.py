@@ -19,7 +19,7 @@ from .compat import RootCallTracer, recorded_node, target_name
 from .factories import traced_factories
 from .facts import Fact
 from .flow import READERS, FlowStep, check_decision, is_guard
-from .inspection import USER_CODE_SKIPS, user_isinstance
+from .inspection import USER_CODE_SKIPS, user_inspection
 from .objects import class_key, rebuild_object
 from .operations import PURE_FUNCTIONS, SHAPE_ATTRIBUTES, SHAPE_METHODS, returns_none
 from .placeholders import root_call
@@ -65,6 +65,7 @@ class BendingTracer(RootCallTracer):
         self._concrete_inputs: list[str] = []
         self._runtime_guards = 0
         self._modules: dict[int, torch.nn.Module] = {}
+        self.grad_mode_read = False
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -76,9 +77,9 @@ class BendingTracer(RootCallTracer):
         self._inputs, self._values = inputs, {}
         self._steps, self._facts, self._constants = [], set(), {}
         self._concrete_inputs, self._runtime_guards = [], 0
-        self._modules = {id(root): root}
+        self._modules, self.grad_mode_read = {id(root): root}, False
         try:
-            with restore_state(root), traced_factories(self), user_isinstance(self):
+            with restore_state(root), traced_factories(self), user_inspection(self):
                 graph = self.trace(root)
             outputs = self._finalize(graph)
         finally:
@@ -93,6 +94,7 @@ class BendingTracer(RootCallTracer):
             runtime_guards=self._runtime_guards,
         )
         traced.module_state = module_state(self._modules.values())
+        traced.grad_mode = torch.is_grad_enabled() if self.grad_mode_read else None
         return traced
 
     # -- torch.fx hooks ----------------------------------------------------------------------
