@@ -598,3 +598,13 @@ def test_grad_mode_read_in_forward():
             except tb.GuardError:
                 assert strict
         assert_same(bended(x), x * 2)
+
+
+class Seeded(nn.Module):
+    def forward(self, x):
+        torch.manual_seed(3)
+        return x + torch.randn(x.shape)
+
+
+def test_seeding_in_forward():
+    check_calls(Seeded, {"x": torch.zeros(3)}, {"x": torch.zeros(5)})

@@ -78,18 +78,32 @@ def _is_size(tracer: _Tracer, value: Any) -> bool:
     )
 
 
+def _seeding(tracer: _Tracer, seed: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.manual_seed``, recorded in the graph: the draws after it depend on it."""
+
+    @functools.wraps(seed)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if tracer.executing:
+            return seed(*args, **kwargs)
+        return tracer.value_of(tracer.create_proxy("call_function", seed, args, kwargs))
+
+    return call
+
+
 @contextlib.contextmanager
 def traced_factories(tracer: _Tracer) -> Iterator[None]:
     """While tracing, record tensor factories as graph calls whatever their arguments.
 
     ``torch.ones(b, c)`` with traced ``b`` fails in PyTorch's argument parser before any
     tracing hook runs, so the factories are replaced in the ``torch`` namespace for the time of
-    the trace (as torch.fx replaces ``Module.__call__``), and put back after it.
+    the trace (as torch.fx replaces ``Module.__call__``), and put back after it;
+    ``torch.manual_seed`` too, so that seeding in ``forward`` is a call of the graph.
     """
-    saved = {name: getattr(torch, name) for name in _REPLACED}
+    saved = {name: getattr(torch, name) for name in (*_REPLACED, "manual_seed")}
     try:
-        for name, factory in saved.items():
-            setattr(torch, name, _recording(tracer, factory, name in _VARARG_SIZES))
+        for name in _REPLACED:
+            setattr(torch, name, _recording(tracer, saved[name], name in _VARARG_SIZES))
+        torch.manual_seed = _seeding(tracer, saved["manual_seed"])
         with _RecordFactories(tracer):
             yield
     finally:

@@ -99,7 +99,7 @@ class ConcreteProxy(torch.fx.Proxy):
             value = _concrete(self).value_of(self)
             if type(value) in (int, float):
                 return hash(_as_python(self))
-        return id(self) >> 4
+        return object.__hash__(self)
 
     def __str__(self) -> str:
         value = _as_python(self)
