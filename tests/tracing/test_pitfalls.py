@@ -608,3 +608,12 @@ class Seeded(nn.Module):
 
 def test_seeding_in_forward():
     check_calls(Seeded, {"x": torch.zeros(3)}, {"x": torch.zeros(5)})
+
+
+def test_entries_say_what_of_a_call_differs():
+    bended = tb.BendedModule(Optional())
+    y = torch.ones(3)
+    bended.trace(y=y, cond=torch.ones(1))
+    (entry,) = bended._methods.get("forward").entries
+    assert entry.mismatch({"y": y, "cond": torch.ones(1)}) is None
+    assert entry.mismatch({"y": y, "cond": None}) == ("argument 'cond' is None, traced as a Tensor")

@@ -11,6 +11,7 @@ import torch.fx
 
 from ..errors import TracingError, did_you_mean
 from ..tracing import TracedGraph, fact_reader, is_guard, is_tensordict, kind_of, record_of
+from ..tracing.facts import describe_fact
 
 __all__ = ["Entry", "Method", "Signature", "clone_inputs"]
 
@@ -89,6 +90,25 @@ class Entry:
             state += (torch.is_grad_enabled(),)
         return (kinds, state, *(read(inputs) for read in self.readers))
 
+    def mismatch(self, inputs: dict[str, Any]) -> str | None:
+        """What of ``inputs`` differs from every set of inputs this graph was traced or kept
+        for (an argument's kind, a module attribute, the grad mode, a fact), for messages;
+        ``None`` if the inputs fit."""
+        key = self.key(inputs)
+        if not self.keys or key in self.keys:
+            return None
+        known = next(iter(self.keys))
+        kinds, state, *facts = key
+        for name, now, then in zip(self.names, kinds, known[0]):
+            if now != then:
+                return f"argument {name!r} is {_kind_name(now)}, traced as {_kind_name(then)}"
+        if state != known[1]:
+            return "an attribute of a module the trace ran (training, a flag) or the grad mode"
+        for fact, now, then in zip(self.facts, facts, known[2:]):
+            if now != then:
+                return f"{describe_fact(fact)} is {now!r}, traced as {then!r}"
+        return None
+
     def same_decisions(self, result: TracedGraph, training: bool) -> bool:
         return (
             training is self.training
@@ -123,6 +143,12 @@ class Method:
     def key(self) -> str:
         """The name bending keys use for this method's activations."""
         return self.source or self.name
+
+
+def _kind_name(kind: Any) -> str:
+    if isinstance(kind, tuple):
+        return f"a {kind[0].__name__} of {len(kind[1])}"
+    return "None" if kind is type(None) else f"a {kind.__name__}"
 
 
 def clone_inputs(value: Any) -> Any:
