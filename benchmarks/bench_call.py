@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -86,6 +88,17 @@ def bended_variants(package: Any, model: nn.Module, x: torch.Tensor) -> dict[str
     return variants
 
 
+def write_section(path: Path, name: str, lines: list[str]) -> None:
+    """Replace what lies between the markers ``<!-- name: ... -->`` and ``<!-- /name -->`` in
+    Markdown file ``path`` with ``lines`` (how the benchmarks write their tables into docs)."""
+    text = path.read_text()
+    start = re.search(rf"<!-- {name}:[^>]*-->", text)
+    end = text.find(f"<!-- /{name} -->")
+    if start is None or end < start.end():
+        raise SystemExit(f"{path} has no '<!-- {name}: ... -->' ... '<!-- /{name} -->' section")
+    path.write_text(text[: start.end()] + "\n" + "\n".join(lines) + "\n" + text[end:])
+
+
 def bench_calls(layers: int, channels: int, length: int, rounds: int) -> list[str]:
     torch.manual_seed(0)
     model = ConvStack(layers, channels).eval()
@@ -117,19 +130,32 @@ def bench_trace(layers: int, channels: int, length: int, rounds: int) -> str:
     def bend() -> None:
         tb.BendedModule(model).trace(x=x)
 
-    med, ratio = interleaved({"fx": fx, "torchbend": bend}, rounds)
+    def unchecked() -> None:
+        tb.BendedModule(model, check=False).trace(x=x)
+
+    fns = {"fx": fx, "torchbend": bend, "unchecked": unchecked}
+    med, ratio = interleaved(fns, rounds, pairs=[("torchbend", "unchecked")])
     return (
         f"| conv {layers}x{channels}, [1, 1, {length}] | {med['fx'] * 1e3:.2f} ms | "
-        f"{med['torchbend'] * 1e3:.2f} ms | {ratio['torchbend']:.2f}x |"
+        f"{med['torchbend'] * 1e3:.2f} ms | {ratio['torchbend']:.2f}x | "
+        f"{med['unchecked'] * 1e3:.2f} ms | {ratio['torchbend / unchecked']:.2f}x |"
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="few rounds (smoke test)")
+    parser.add_argument("--trace-only", action="store_true", help="only the trace table")
+    parser.add_argument("--write", type=Path, help="write the trace table into this Markdown file")
     args = parser.parse_args()
     rounds = 5 if args.quick else 200
     configs = [(8, 32, 4096), (16, 128, 16384)]
+    if args.trace_only:
+        lines = trace_table(configs, rounds)
+        print("\n".join(lines))
+        if args.write:
+            write_section(args.write, "bench_trace", lines)
+        return
     print("| model | threads | variant | median call | median ratio to plain (paired) |")
     print("|---|---|---|---|---|")
     for layers, channels, length in configs:
@@ -138,10 +164,18 @@ def main() -> None:
         ):
             print(line)
     print()
-    print("| model | fx.symbolic_trace + eager call | BendedModule.trace | ratio |")
-    print("|---|---|---|---|")
+    print("\n".join(trace_table(configs, rounds)))
+
+
+def trace_table(configs: list[tuple[int, int, int]], rounds: int) -> list[str]:
+    lines = [
+        "| model | fx.symbolic_trace + eager call | BendedModule.trace | ratio to fx "
+        "| trace, check=False | cost of the check (paired) |",
+        "|---|---|---|---|---|---|",
+    ]
     for layers, channels, length in configs:
-        print(bench_trace(layers, channels, length, max(3, rounds // 20)))
+        lines.append(bench_trace(layers, channels, length, max(3, rounds // 20)))
+    return lines
 
 
 if __name__ == "__main__":

@@ -28,10 +28,9 @@ from pathlib import Path
 from types import ModuleType
 
 import torch
-from bench_call import ConvStack, bended_variants, interleaved
+from bench_call import ConvStack, bended_variants, interleaved, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
-MARKER = "<!-- bench_versions: written by benchmarks/bench_versions.py --write -->"
 
 
 def import_before(rev: str, into: Path) -> ModuleType:
@@ -122,18 +121,7 @@ def main() -> None:
         lines.append(f"| {n} | {med[b] * 1e3:.3f} ms | {med[a] * 1e3:.3f} ms | {paired:.3f}x |")
     print("\n".join(lines))
     if args.write:
-        write_section(args.write, lines)
-
-
-def write_section(path: Path, lines: list[str]) -> None:
-    """Replace what lies between this script's markers in ``path`` with ``lines``."""
-    start, end = MARKER, MARKER.replace("<!-- ", "<!-- /").split(":")[0] + " -->"
-    text = path.read_text()
-    if start not in text or end not in text:
-        raise SystemExit(f"{path} has no {start} ... {end} section to replace")
-    head, rest = text.split(start, 1)
-    _, tail = rest.split(end, 1)
-    path.write_text(head + start + "\n" + "\n".join(lines[2:]) + "\n" + end + tail)
+        write_section(args.write, "bench_versions", lines[2:])
 
 
 if __name__ == "__main__":

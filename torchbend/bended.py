@@ -18,15 +18,16 @@ from .config import BendingConfig
 from .controls import BendingParameter
 from .errors import SelectionError, TracingError
 from .parts.activations import from_activations, get_activations, to_tensordict
+from .parts.backend import Backend
 from .parts.bendings import Bending, BendingSet, check_callback
 from .parts.board import ControlBoard
 from .parts.inspection import Inspector
-from .parts.methods import ConcreteBackend, MethodTable
+from .parts.methods import MethodTable, make_backend
 from .parts.view import BendedView, Restore
 from .selection import Selection, select
 from .tables import ActivationInfo, Table, activations_table, show
 from .tracing import FlowStep, TracedGraph
-from .weights import WeightBank
+from .weights import WeightBank, weight_holder
 
 __all__ = ["ActivationInfo", "BendedModule", "Bending"]
 
@@ -48,6 +49,12 @@ class BendedModule(nn.Module):
         strict: when a call's inputs take a decision other than the traced one, raise a
             :class:`GuardError` naming it, instead of tracing a graph for those inputs.
         max_graphs: graphs kept per method before warning that inputs keep changing decisions.
+        check: run each new graph once on the inputs it was traced with and raise a
+            :class:`TracingError` if it does not give what the module gave (about one more
+            call per trace; ``False`` only to trace in a hot loop, at your own risk).
+        backend: what traces methods: ``"concrete"`` (the concrete tracer, with ``leaves``),
+            ``"export"`` (torch.export), ``"auto"`` (the first whose graph passes the check),
+            or a :class:`~torchbend.parts.backend.TracingBackend`.
 
     Example:
         >>> import torch, torchbend as tb
@@ -73,6 +80,8 @@ class BendedModule(nn.Module):
         leaves: Iterable[type | str] = (),
         strict: bool = False,
         max_graphs: int = 16,
+        check: bool = True,
+        backend: Backend | str = "concrete",
     ) -> None:
         if not isinstance(module, nn.Module):
             raise TracingError(
@@ -81,23 +90,16 @@ class BendedModule(nn.Module):
             )
         super().__init__()
         self.module = module
-        weights = WeightBank(module)
-        bendings = BendingSet(type(module).__name__, lambda: weights.view)
+        self._weights = weights = WeightBank(weight_holder(module))
+        self._bendings = bendings = BendingSet(type(module).__name__, lambda: weights.view)
         self.callbacks = bendings.callbacks
-        backend = ConcreteBackend(tuple(leaves))
-        table = MethodTable(module, backend, bendings, lambda: weights.view, strict, max_graphs)
+        backend, view = make_backend(backend, tuple(leaves), module), lambda: weights.view
+        table = MethodTable(module, backend, bendings, view, strict, max_graphs, check)
+        self._methods, self._board = table, ControlBoard(bendings, weights)
+        self._inspector = Inspector(table, weights)
         weights.listeners.append(table.install_view)
         weights.bender = (bendings.weights, bendings.bend_weight)
         table.reserved = set(dir(type(self)))
-        # Plain attributes (object.__setattr__): the parts are not submodules.
-        for name, part in (
-            ("_weights", weights),
-            ("_bendings", bendings),
-            ("_methods", table),
-            ("_board", ControlBoard(bendings, weights)),
-            ("_inspector", Inspector(table, weights)),
-        ):
-            object.__setattr__(self, name, part)
 
     def view(self) -> BendedView:
         """A read-only view of the traced methods, bendings, controls and weights."""

@@ -9,7 +9,7 @@ from torch import nn
 
 from .errors import BendingError
 
-__all__ = ["WeightBank", "module_view"]
+__all__ = ["WeightBank", "module_view", "weight_holder"]
 
 Bend = Callable[[str, torch.Tensor], torch.Tensor]
 """Bends weight ``name``: ``bend(name, weight) -> bent copy``."""
@@ -17,6 +17,33 @@ Bend = Callable[[str, torch.Tensor], torch.Tensor]
 
 def _unbent(name: str, weight: torch.Tensor) -> torch.Tensor:
     return weight
+
+
+def weight_holder(module: nn.Module) -> nn.Module:
+    """The module whose parameters a :class:`WeightBank` reads and replaces in views.
+
+    ``module`` itself, except for a TorchScript module, which cannot be copied shallowly: for
+    it, a plain module tree holding the very same parameters and buffers under the same paths
+    (graphs of TorchScript modules read their weights by path, see the torchscript backend).
+    """
+    if not isinstance(module, torch.jit.ScriptModule):
+        return module
+    holder = nn.Module()
+    for kind, named in (
+        ("_parameters", module.named_parameters()),
+        ("_buffers", module.named_buffers()),
+    ):
+        for path, tensor in named:
+            owner = holder
+            *heads, leaf = path.split(".")
+            for head in heads:
+                if head not in owner._modules:
+                    owner._modules[head] = nn.Module()
+                owner = owner._modules[head]  # type: ignore[assignment]
+            if kind == "_parameters" and not isinstance(tensor, nn.Parameter):
+                tensor = nn.Parameter(tensor, requires_grad=tensor.requires_grad)  # same storage
+            getattr(owner, kind)[leaf] = tensor
+    return holder
 
 
 def module_view(module: nn.Module, replaced: Mapping[str, torch.Tensor]) -> nn.Module:

@@ -11,7 +11,7 @@ import types
 import warnings
 from pathlib import Path
 
-from ..errors import BendingError, closest
+from ..errors import BendingError, did_you_mean
 from .base import BendingCallback
 from .registry import ALIASES, CALLBACKS
 
@@ -182,9 +182,8 @@ def _own_callback(name: str) -> type[BendingCallback]:
     found = CALLBACKS.get(name) or ALIASES.get(name)
     if found is not None:
         return found
-    hint = closest(name, list(CALLBACKS))
     raise BendingError(
         f"torchbend has no callback {name!r}"
-        + (f" (did you mean {hint[0]!r}?)" if hint else "")
-        + "; name other callbacks 'module.path:ClassName'"
+        + did_you_mean(name, list(CALLBACKS))
+        + " Name other callbacks 'module.path:ClassName'."
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,7 +95,7 @@ class BendingSet:
         patterns: Sequence[str],
         fn: str | tuple[str, ...] | None,
         selection: Selection,
-        weights: dict[str, torch.Tensor],
+        weights: Mapping[str, torch.Tensor],
     ) -> Bending:
         """Add a bending of the selected targets; ``weights`` are the originals it bends."""
         bending = Bending(callback, tuple(patterns), fn, selection.weights, selection.activations)
@@ -180,6 +180,15 @@ class BendingSet:
                 self._register(bending, method, node.name, (value.shape, value.dtype, value.device))
                 value = bending.callback(value, f"{method}:{node.name}")
         return value
+
+    def generators(self) -> list[torch.Generator]:
+        gens = {
+            id(v): v
+            for cb in self.callbacks.modules()
+            for v in vars(cb).values()
+            if isinstance(v, torch.Generator)
+        }
+        return list(gens.values())
 
     def build(self, method: Method, entry: Entry) -> None:
         slots: dict[str, list[BendingCallback]] = {}

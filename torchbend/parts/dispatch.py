@@ -78,6 +78,8 @@ class Entry:
         )
         assert set(self.input_names) <= set(names)
         self.gm: torch.fx.GraphModule | None = None
+        self.backend = "concrete"
+        """Name of the tracing backend that traced the graph."""
 
     def key(self, inputs: dict[str, Any]) -> tuple[Any, ...]:
         """The guard key of ``inputs``: the kinds of all arguments (``None`` or a tensor, an

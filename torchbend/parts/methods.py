@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 import torch.fx
@@ -20,63 +20,59 @@ from torch import nn
 
 from ..errors import GuardError, TracingError, did_you_mean
 from ..rewriting import install_view
-from ..tracing import BendingTracer, DecisionChanged, FlowStep, TracedGraph
+from ..tracing import DecisionChanged, FlowStep, TracedGraph
 from ..tracing.facts import describe_fact
 from ..tracing.tensordict import TensorDictProgram, is_tensordict_module
-from .dispatch import Entry, Method, Signature, clone_inputs
+from .backend import AutoBackend, Backend, ConcreteBackend, EntryHooks, TracingBackend
+from .check import RandomState, check_trace
+from .dispatch import Entry, Method, Signature
+from .export_backend import ExportBackend, TorchScriptBackend
 
 __all__ = ["ConcreteBackend", "EntryHooks", "MethodTable", "TracingBackend"]
 
-ValueHook = Callable[[torch.fx.Node, Any], Any]
-"""Called with each traced node and its concrete value; returns the value tracing goes on with."""
+
+def signature_of(fn: Callable[..., Any]) -> inspect.Signature:
+    """``inspect.signature(fn)``, or for a method of a loaded TorchScript file (which Python
+    cannot inspect) the signature its TorchScript schema declares."""
+    try:
+        return inspect.signature(fn)
+    except ValueError:
+        schema = getattr(fn, "schema", None)
+        if schema is None:
+            raise
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    return inspect.Signature(
+        [
+            inspect.Parameter(
+                a.name,
+                kind,
+                default=a.default_value if a.has_default_value() else inspect.Parameter.empty,
+            )
+            for a in schema.arguments[1:]  # the first is self
+        ]
+    )
 
 
-class TracingBackend(Protocol):
-    """Traces one method of a module on example inputs into a graph with its guards."""
-
-    name: str
-    """Short name, as shown to users (``"concrete"``)."""
-
-    def trace(
-        self, root: nn.Module, method: str, inputs: dict[str, Any], on_value: ValueHook
-    ) -> TracedGraph:
-        """Trace ``root.<method>`` on ``inputs`` (by argument name), bending concrete values
-        through ``on_value`` as they are computed."""
-        ...
-
-
-class ConcreteBackend:
-    """torch.fx symbolic tracing run side by side with concrete values (:class:`BendingTracer`)."""
-
-    name = "concrete"
-
-    def __init__(self, leaves: Sequence[type | str] = ()) -> None:
-        self.leaves = tuple(leaves)
-
-    def trace(
-        self, root: nn.Module, method: str, inputs: dict[str, Any], on_value: ValueHook
-    ) -> TracedGraph:
-        tracer = BendingTracer(self.leaves)
-        tracer.on_value = on_value
-        if method == "forward" and is_tensordict_module(root):
-            root = TensorDictProgram(root)
-        return tracer.trace_method(root, method, clone_inputs(inputs))
-
-
-class EntryHooks(Protocol):
-    """What the owner of bendings does with traced graphs (see :class:`BendingSet`)."""
-
-    def bend_value(self, method: str, node: torch.fx.Node, value: Any) -> Any:
-        """Bend a concrete value while tracing, so decisions are taken on bent activations."""
-        ...
-
-    def attach(self, method: Method, entry: Entry) -> None:
-        """Match the bendings applied so far on a new graph."""
-        ...
-
-    def build(self, method: Method, entry: Entry) -> None:
-        """Compile ``entry.gm``: the graph with its bending slots."""
-        ...
+def make_backend(
+    spec: Backend | str, leaves: Sequence[type | str] = (), module: nn.Module | None = None
+) -> Backend:
+    """The backend named ``spec`` (``"concrete"``, ``"export"``, ``"auto"``: the concrete tracer,
+    then torch.export when it fails), or ``spec`` itself. A TorchScript ``module`` is traced
+    by the torchscript backend, whatever the name."""
+    if isinstance(module, torch.jit.ScriptModule) and isinstance(spec, str):
+        return TorchScriptBackend(module)
+    named: dict[str, Callable[[], Backend]] = {
+        "concrete": lambda: ConcreteBackend(leaves),
+        "export": ExportBackend,
+        "auto": lambda: AutoBackend(ConcreteBackend(leaves), ExportBackend()),
+    }
+    if isinstance(spec, str):
+        if spec not in named:
+            raise TracingError(
+                f"backend must be one of {sorted(named)} or a TracingBackend, got {spec!r}"
+            )
+        return named[spec]()
+    return spec
 
 
 class MethodTable:
@@ -91,18 +87,22 @@ class MethodTable:
         strict: raise :class:`GuardError` instead of tracing again when a call takes another
             decision.
         max_graphs: graphs per method before warning that inputs keep changing decisions.
+        check: run each new graph on the inputs it was traced with and compare its outputs
+            with those of the concrete run (see :mod:`torchbend.parts.check`).
     """
 
     def __init__(
         self,
         module: nn.Module,
-        backend: TracingBackend,
+        backend: Backend,
         hooks: EntryHooks,
         root: Callable[[], nn.Module],
         strict: bool = False,
         max_graphs: int = 16,
+        check: bool = True,
     ) -> None:
         self.module = module
+        self.check = check
         self.backend = backend
         self.hooks = hooks
         self.root = root
@@ -151,7 +151,7 @@ class MethodTable:
                 raise TracingError(f"{self.owner} has no method {fn!r}" + did_you_mean(fn, names))
             if fn == "forward" and is_tensordict_module(self.module):
                 impl = TensorDictProgram.forward.__get__(self.module)
-            method = Method(fn, Signature(self.owner, fn, impl))
+            method = Method(fn, Signature(self.owner, fn, signature_of(impl)))
             self._methods[fn] = method
         return method
 
@@ -209,10 +209,29 @@ class MethodTable:
     def _trace_entry(
         self, method: Method, inputs: dict[str, Any], keep: bool = True
     ) -> tuple[Entry, TracedGraph]:
+        if not isinstance(self.backend, AutoBackend):
+            return self._trace_with(self.backend, method, inputs, keep)
+        backends, failures = self.backend.backends, []
+        for backend in backends:
+            try:
+                return self._trace_with(backend, method, inputs, keep)
+            except GuardError:
+                raise
+            except Exception as e:
+                failures.append(f"{backend.name} backend: {type(e).__name__}: {e}")
+        raise TracingError(
+            f"{self.owner}.{method.name}: no tracing backend could trace it.\n- "
+            + "\n- ".join(failures)
+        )
+
+    def _trace_with(
+        self, backend: TracingBackend, method: Method, inputs: dict[str, Any], keep: bool
+    ) -> tuple[Entry, TracedGraph]:
         def on_value(node: torch.fx.Node, value: Any) -> Any:
             return self.hooks.bend_value(method.name, node, value)
 
-        result = self.backend.trace(self.root(), method.name, inputs, on_value)
+        state = RandomState(self.hooks.generators()) if self.check else None
+        result = backend.trace(self.root(), method.name, inputs, on_value)
         training = self.module.training
         for entry in method.entries:
             if entry.same_decisions(result, training):
@@ -220,11 +239,14 @@ class MethodTable:
                     entry.keys.add(entry.key(inputs))
                 return entry, result
         entry = Entry(result, training, method.signature.names)
+        entry.backend = backend.name
         entry.keys.add(entry.key(inputs))
         if method.entries and self.strict:
             raise GuardError(self._describe_change(method, result))
         self.hooks.attach(method, entry)
         self.hooks.build(method, entry)
+        if state is not None:
+            check_trace(backend, self.hooks, self.root(), method, entry, inputs, state)
         if not keep:
             return entry, result
         method.entries.insert(0, entry)
@@ -262,7 +284,8 @@ class MethodTable:
         the bent weights) if ``fn`` was never traced."""
         method = self._methods.get(fn)
         if method is None:
-            return getattr(self.root(), fn)(*args, **kwargs)
+            root = self.root()
+            return getattr(root if hasattr(root, fn) else self.module, fn)(*args, **kwargs)
         inputs = method.signature.bind(args, kwargs)
         training = self.module.training
         changed: tuple[Entry, DecisionChanged] | None = None

@@ -14,7 +14,7 @@ from ..weights import WeightBank
 from .bendings import Bending, BendingSet
 from .board import ControlBoard
 from .dispatch import Entry, Signature
-from .methods import MethodTable
+from .methods import MethodTable, signature_of
 
 __all__ = ["BendedView", "Restore"]
 
@@ -55,6 +55,10 @@ class BendedView:
         """The last graph traced for ``fn``."""
         return self._table.current(fn)
 
+    def traced_by(self, fn: str) -> str:
+        """The name of the tracing backend that traced the last graph of ``fn``."""
+        return self.current(fn).backend
+
     def key(self, fn: str) -> str:
         """The name bending keys use for the activations of ``fn``."""
         method = self._table.get(fn)
@@ -68,7 +72,7 @@ class BendedView:
         impl = getattr(self.module, fn, None)
         if not callable(impl) or isinstance(impl, nn.Module):
             raise TracingError(f"{self.owner} has no method {fn!r}")
-        return Signature(self.owner, fn, impl)
+        return Signature(self.owner, fn, signature_of(impl))
 
     def entry_for(self, fn: str, inputs: dict[str, Any]) -> Entry:
         """The graph that runs ``fn`` for ``inputs`` (by name), traced but not kept if none

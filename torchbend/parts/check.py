@@ -1,0 +1,282 @@
+"""The self-check of traced graphs: a new graph must compute what the module computes.
+
+Each new graph (without its bending slots) and the module's own method run once on the inputs
+the graph was traced with, from the same random state and buffers, and their outputs are
+compared. A graph that differs is never used: the error names the first module whose output
+differs, with the user's source line, instead of a wrong result later.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+import torch.fx
+from torch import nn
+
+from ..errors import TracingError
+from ..rewriting import build_graph_module, graph_module_record
+from ..tracing import DecisionChanged
+from ..tracing.surgery import is_slot
+from ..tracing.values import leaves, map_values
+from .backend import EntryHooks, TracingBackend
+from .dispatch import Entry, Method, clone_inputs
+
+__all__ = [
+    "RandomState",
+    "check_entry",
+    "check_trace",
+    "first_difference",
+    "kept_buffers",
+]
+
+RTOL = 1e-5
+"""Relative tolerance of the comparison: graphs may reorder float arithmetic, never change it."""
+
+
+class RandomState:
+    """The states of torch's global generator and of the given generators, to replay a run."""
+
+    def __init__(self, generators: list[torch.Generator]) -> None:
+        self.generators = generators
+        self.cpu = torch.random.get_rng_state()
+        self.states = [g.get_state() for g in generators]
+
+    @contextlib.contextmanager
+    def replayed(self) -> Iterator[None]:
+        """Run a block from this state, then put every generator back where it was."""
+        now = RandomState(self.generators)
+        torch.random.set_rng_state(self.cpu)
+        for g, s in zip(self.generators, self.states):
+            g.set_state(s)
+        try:
+            yield
+        finally:
+            torch.random.set_rng_state(now.cpu)
+            for g, s in zip(now.generators, now.states):
+                g.set_state(s)
+
+
+@contextlib.contextmanager
+def kept_buffers(root: nn.Module) -> Iterator[None]:
+    """Put every buffer of ``root`` back as it was after the block (cached convolutions, batch
+    norm statistics): the check runs the model twice and must leave no trace."""
+    saved = [(b, b.clone()) for _, b in root.named_buffers(remove_duplicate=False)]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for b, value in saved:
+                b.copy_(value)
+
+
+def first_difference(expected: Any, got: Any) -> str | None:
+    """What differs between two outputs (nested containers of tensors and plain values)."""
+    a, b = list(leaves(expected)), list(leaves(got))
+    if len(a) != len(b):
+        return f"{len(a)} output value(s) expected, the graph gave {len(b)}"
+    for i, (x, y) in enumerate(zip(a, b)):
+        where = f"output {i}" if len(a) > 1 else "the output"
+        if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
+            return f"{where}: expected {_short(x)}, got {_short(y)}"
+        if isinstance(x, torch.Tensor):
+            problem = _tensor_difference(x, y)
+            if problem:
+                return f"{where}: {problem}"
+        elif _plain(x) != _plain(y):
+            return f"{where}: expected {x!r}, got {y!r}"
+    return None
+
+
+def _plain(value: Any) -> Any:
+    return value if isinstance(value, (int, float, bool, str, type(None))) else type(value)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {list(value.shape)}"
+    return repr(value)
+
+
+def _tensor_difference(x: torch.Tensor, y: torch.Tensor) -> str | None:
+    if x.shape != y.shape:
+        return f"shape {list(y.shape)} instead of {list(x.shape)}"
+    if x.dtype != y.dtype:
+        return f"dtype {y.dtype} instead of {x.dtype}"
+    if x.numel() == 0 or torch.equal(x, y):
+        return None
+    if not x.is_floating_point() and not x.is_complex():
+        return f"{int((x != y).sum())} of {x.numel()} values differ"
+    xd, yd = x.detach().double(), y.detach().double()
+    both_nan = xd.isnan() & yd.isnan()
+    diff = (xd - yd).abs().masked_fill(both_nan, 0.0)
+    scale = xd.abs().masked_fill(xd.isnan() | xd.isinf(), 0.0).max().item()
+    if bool((diff <= RTOL * (1.0 + scale)).all()):
+        return None
+    return f"max difference {diff.max().item():.3g} (values up to {scale:.3g})"
+
+
+def check_trace(
+    backend: TracingBackend,
+    hooks: EntryHooks,
+    root: nn.Module,
+    method: Method,
+    entry: Entry,
+    inputs: dict[str, Any],
+    state: RandomState,
+) -> None:
+    """Check a new graph of ``method``, traced on ``inputs``, against the module itself."""
+    assert entry.gm is not None
+    owner = type(root).__name__
+    gm = entry.gm
+    if any(is_slot(n) for n in gm.graph.nodes):
+        gm = build_graph_module(entry.result, root, {}, f"Checked{owner}")
+
+    def eager() -> Any:
+        return backend.eager(root, method.name, clone_inputs(inputs))
+
+    def retrace() -> dict[str, str]:
+        lines: dict[str, str] = {}
+
+        def on_value(node: torch.fx.Node, value: Any) -> Any:
+            lines[node.name] = _caller_line()
+            return hooks.bend_value(method.name, node, value)
+
+        backend.trace(root, method.name, inputs, on_value)
+        return lines
+
+    graph_args = [inputs[n] for n in entry.input_names]
+    bent = gm is not entry.gm
+    check_entry(owner, method.name, gm, graph_args, eager, root, state, retrace, bent)
+
+
+def check_entry(
+    owner: str,
+    method: str,
+    graph: torch.fx.GraphModule,
+    args: list[Any],
+    eager: Callable[[], Any],
+    root: nn.Module,
+    state: RandomState,
+    retrace: Callable[[], dict[str, str]],
+    bent: bool = False,
+) -> None:
+    """Run ``graph`` (a traced graph without bending slots) on ``args`` and the module itself
+    (``eager()``), both from the random state ``state`` and the module's present buffers, and
+    compare their outputs.
+
+    Raises :class:`TracingError` naming the first module whose output differs in the graph, with
+    the user's source line (from ``retrace()``: the user's line of each node, by name). With
+    ``bent`` (activations of the trace were bent), decisions the graph checks on tensor values
+    may rightly differ from the unbent module's: the check then gives up on such a difference.
+    """
+    with torch.no_grad(), kept_buffers(root), state.replayed():
+        expected = eager()
+    try:
+        with torch.no_grad(), kept_buffers(root), state.replayed():
+            got = graph.forward(*clone_inputs(args))
+    except DecisionChanged as e:
+        if bent:
+            return
+        step = graph_module_record(graph).flow_steps[e.step]
+        raise TracingError(
+            f"{owner}.{method}: on the inputs it was traced with, the traced graph takes decision "
+            f"{step.kind} '{step.name}' at {step.file} otherwise ({e.got!r}) than the module "
+            f"({e.expected!r}). " + _ADVICE
+        ) from None
+    problem = first_difference(expected, got)
+    if problem is None:
+        return
+    where = _first_module(graph, args, eager, root, state, retrace)
+    raise TracingError(
+        f"{owner}.{method}: the traced graph does not compute what the module computes on the "
+        f"inputs it was traced with ({problem}){where}; the graph is not used. " + _ADVICE
+    )
+
+
+_ADVICE = (
+    "The tracer followed some Python differently from Python itself (please report it with "
+    "the module). To use the graph anyway, at your own risk, pass check=False to BendedModule."
+)
+
+
+def _first_module(
+    graph: torch.fx.GraphModule,
+    args: list[Any],
+    eager: Callable[[], Any],
+    root: nn.Module,
+    state: RandomState,
+    retrace: Callable[[], dict[str, str]],
+) -> str:
+    """``"; the first module whose output differs is ..."``, or ``""`` if none can be named."""
+    seen: dict[str, list[Any]] = {}
+    handles = [
+        m.register_forward_hook(
+            lambda _m, _i, out, name=name: seen.setdefault(name, []).append(
+                map_values(out, lambda v: v.clone() if isinstance(v, torch.Tensor) else v)
+            )
+        )
+        for name, m in root.named_modules()
+    ]
+    try:
+        with torch.no_grad(), kept_buffers(root), state.replayed():
+            eager()
+    finally:
+        for h in handles:
+            h.remove()
+    computed: dict[str, Any] = {}
+    with contextlib.suppress(Exception), torch.no_grad(), kept_buffers(root), state.replayed():
+        _Recorder(graph, computed).run(*clone_inputs(args))
+    paths = graph_module_record(graph).paths
+    calls: dict[str, int] = {}
+    for node in graph.graph.nodes:
+        if node.op != "call_module":
+            continue
+        path = paths.get(str(node.target), str(node.target))
+        k = calls[path] = calls.get(path, -1) + 1
+        if node.name not in computed:
+            return f"; the graph stopped before module '{path}'"
+        if k >= len(seen.get(path, [])):
+            return f"; the graph calls module '{path}' where the module does not"
+        problem = first_difference(seen[path][k], computed[node.name])
+        if problem is not None:
+            line = _user_line(node.name, retrace)
+            return f"; the first module whose output differs is '{path}'{line}: " + problem.replace(
+                "the output", "its output"
+            )
+    return ""
+
+
+def _user_line(name: str, retrace: Callable[[], dict[str, str]]) -> str:
+    try:
+        line = retrace().get(name, "")
+    except Exception:
+        return ""
+    return f", called at {line}" if line else ""
+
+
+class _Recorder(torch.fx.Interpreter):
+    def __init__(self, gm: torch.fx.GraphModule, into: dict[str, Any]) -> None:
+        super().__init__(gm)
+        self.into = into
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        value = super().run_node(n)
+        self.into[n.name] = value
+        return value
+
+
+_SKIP = (os.path.dirname(os.path.dirname(__file__)), os.path.dirname(torch.__file__))
+
+
+def _caller_line() -> str:
+    """The innermost frame of the running stack in the user's code (not torch's or ours)."""
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith(_SKIP):
+            where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
+            return f"{where} ({frame.name}: {(frame.line or '').strip()})"
+    return ""

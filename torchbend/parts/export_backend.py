@@ -1,0 +1,205 @@
+"""A tracing backend on torch.export (non-strict), for Python the concrete tracer cannot follow.
+
+torch.export runs the method with fake tensors and records ATen operations. Its graph is
+rebuilt here in the form the rest of torchbend reads: weights as ``get_attr`` of their paths in
+the wrapped module (so that weight bending reaches them), one record per node (shape, dtype),
+node names taken from the module that ran them (``layers_0`` for the first operation of
+``layers.0``, then ``layers_0_relu``...), and guards on the whole signature of every input (the
+graph is specialized to the shapes and values it was exported with; other inputs are traced
+again).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Any
+
+import torch
+import torch.fx
+import torch.utils._pytree as pytree
+from torch import nn
+
+from ..errors import TracingError
+from ..tracing import NodeRecord, TracedGraph
+from ..tracing.records import set_record
+from .backend import ValueHook, call_method
+
+__all__ = ["ExportBackend", "TorchScriptBackend"]
+
+
+class _Call(nn.Module):
+    """``root.<method>`` as a module's forward, for torch.export."""
+
+    def __init__(self, root: nn.Module, method: str) -> None:
+        super().__init__()
+        self.root = root
+        self.method = method
+
+    def forward(self, **inputs: Any) -> Any:
+        return call_method(self.root, self.method, inputs)
+
+
+class ExportBackend:
+    """torch.export, non-strict, as a :class:`~torchbend.parts.backend.TracingBackend`.
+
+    Concrete values are not bent while exporting (``on_value`` is not called): decisions are
+    taken on unbent values, and bendings apply in the slots of the graph.
+    """
+
+    name = "export"
+
+    def trace(
+        self, root: nn.Module, method: str, inputs: dict[str, Any], on_value: ValueHook
+    ) -> TracedGraph:
+        owner = f"{type(root).__name__}.{method}"
+        try:
+            program = torch.export.export(_Call(root, method), (), dict(inputs), strict=False)
+        except Exception as e:
+            first = str(e).strip().split("\n")[0][:300]
+            raise TracingError(
+                f"torch.export could not trace {owner}: {type(e).__name__}: {first}"
+            ) from e
+        gm = program.module()
+        graph, constants = _rebuild(gm, root, program.call_spec.out_spec)
+        facts = tuple((name, "sig", None) for name in inputs)
+        return TracedGraph(graph, constants, [], facts)
+
+    def eager(self, root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
+        return call_method(root, method, inputs)
+
+
+class TorchScriptBackend:
+    """TorchScript modules (``torch.jit.load``) converted to a torch.export program by torch's
+    converter, then read as :class:`ExportBackend` reads exported programs. Only ``forward``
+    can be converted; the file's other methods still run, unbent, through the module. The
+    check of a new graph runs the file as it is: trace before bending weights."""
+
+    name = "torchscript"
+
+    def __init__(self, module: torch.jit.ScriptModule) -> None:
+        self.module = module
+
+    def trace(
+        self, root: nn.Module, method: str, inputs: dict[str, Any], on_value: ValueHook
+    ) -> TracedGraph:
+        root = self.module  # ``root`` holds its weights, bent or not: graphs read them by path
+        owner = f"{root.original_name}.{method}"
+        if method != "forward":
+            raise TracingError(
+                f"only forward of a TorchScript module can be converted to a graph, not {method}"
+            )
+        from torch._export.converter import TS2EPConverter  # private: see the class docstring
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "Manually populate ... into state_dict"
+                program = TS2EPConverter(root, tuple(inputs.values())).convert()
+        except Exception as e:
+            first = str(e).strip().split("\n")[0][:300]
+            raise TracingError(
+                f"torch could not convert TorchScript {owner} to a graph: "
+                f"{type(e).__name__}: {first}"
+            ) from e
+        gm = program.module()
+        graph, constants = _rebuild(gm, root, program.call_spec.out_spec, list(inputs))
+        facts = tuple((name, "sig", None) for name in inputs)
+        return TracedGraph(graph, constants, [], facts)
+
+    def eager(self, root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
+        return getattr(self.module, method)(*inputs.values())
+
+
+def _rebuild(
+    gm: torch.fx.GraphModule, root: nn.Module, out_spec: Any, inputs: list[str] | None = None
+) -> tuple[torch.fx.Graph, dict[str, torch.Tensor]]:
+    """The exported graph with plain placeholders (named ``inputs`` in order, if given) and
+    output, named and recorded nodes, and weights read from ``root``'s paths; returns it and
+    the constants it reads."""
+    names = iter(inputs or [])
+    graph = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    constants: dict[str, torch.Tensor] = {}
+    uses: dict[str, int] = {}
+
+    def arg(a: Any) -> Any:
+        return torch.fx.node.map_arg(a, lambda n: env[n])
+
+    for node in gm.graph.nodes:
+        if node.op == "call_module":  # torch.export's own input checks (_guards_fn)
+            continue
+        if node.op == "placeholder":
+            used = any(u.op != "call_module" for u in node.users)
+            if not used and not isinstance(node.meta.get("val"), torch.Tensor):
+                continue  # a Python value export baked in (the guards read it)
+            new = graph.placeholder(next(names, str(node.target)))
+        elif node.op == "output":
+            flat = node.args[0]
+            flat = list(flat) if isinstance(flat, (list, tuple)) else [flat]
+            graph.output(pytree.tree_unflatten([arg(v) for v in flat], out_spec))
+            continue
+        elif node.op == "get_attr":
+            target = _strip_root(str(node.target))
+            if not _has_attribute(root, target):
+                target = re.sub(r"\W", "_", target)
+                constants[target] = _fetch(gm, str(node.target))
+            env[node] = graph.get_attr(target)  # weights and constants: not activations
+            continue
+        else:
+            name = _name(node, uses)
+            # The packet (``aten.linear``), not one overload (``aten.linear.default``): it
+            # picks the overload from the arguments, and TorchScript compiles calls to it.
+            target = getattr(node.target, "overloadpacket", node.target)
+            new = graph.create_node(node.op, target, arg(node.args), arg(node.kwargs), name)
+        _record(new, node.meta.get("val"))
+        env[node] = new
+    graph.lint()
+    return graph, constants
+
+
+def _strip_root(path: str) -> str:
+    return path.removeprefix("root.") if path != "root" else ""
+
+
+def _name(node: torch.fx.Node, uses: dict[str, int]) -> str:
+    """``layers_0`` for the first operation run by module ``layers.0``, then
+    ``layers_0_<op>``; operations outside any module keep torch.export's names."""
+    stack = node.meta.get("nn_module_stack") or {}
+    paths = [_strip_root(str(path)) for path, _ in stack.values()]
+    path = next((p for p in reversed(paths) if p), "")
+    if not path:
+        return node.name
+    base = re.sub(r"\W", "_", path)
+    count = uses.get(base, 0)
+    uses[base] = count + 1
+    if count == 0:
+        return base
+    op = getattr(node.target, "__name__", str(node.target)).split(".")[0]
+    return f"{base}_{op}"
+
+
+def _record(node: torch.fx.Node, value: Any) -> None:
+    if isinstance(value, torch.Tensor):
+        set_record(
+            node,
+            NodeRecord(
+                shape=torch.Size(value.shape),
+                dtype=value.dtype,
+                device=value.device,
+                is_tensor=True,
+            ),
+        )
+
+
+def _has_attribute(root: nn.Module, path: str) -> bool:
+    try:
+        _fetch(root, path)
+    except AttributeError:
+        return False
+    return True
+
+
+def _fetch(obj: Any, path: str) -> Any:
+    for atom in path.split(".") if path else []:
+        obj = getattr(obj, atom)
+    return obj
