@@ -48,8 +48,9 @@ class ConcreteProxy(torch.fx.Proxy):
     def __class__(self) -> type:
         # ``isinstance(n, int)`` answers as on the concrete number (``type(proxy)`` stays this
         # class): calls are guarded by the kinds of their arguments, so the answer holds for
-        # every call the graph runs. Tensors keep answering ``False`` to ``isinstance(x,
-        # torch.Tensor)``: PyTorch's C code trusts that answer and would crash on a proxy.
+        # every call the graph runs. A proxy of a tensor is seen as a tensor only by user code
+        # (``inspection.user_inspection``): PyTorch's C code trusts ``isinstance(x,
+        # torch.Tensor)`` and would crash on a proxy.
         cls = type(self)
         if cls is ConcreteProxy:
             value = _concrete(self).value_of(self)
