@@ -10,7 +10,8 @@ import torch
 import torch.fx
 
 from ..errors import TracingError, did_you_mean
-from ..tracing import TracedGraph, fact_reader, is_guard, is_tensordict, record_of
+from ..tracing import TracedGraph, fact_reader, is_guard, is_tensordict, kind_of, record_of
+from ..tracing.facts import describe_fact
 
 __all__ = ["Entry", "Method", "Signature", "clone_inputs"]
 
@@ -68,6 +69,7 @@ class Entry:
         self.training = training
         self.facts = result.guard_facts
         self.readers = tuple(fact_reader(f) for f in result.guard_facts)
+        self.names = tuple(names)
         self.keys: set[tuple[Any, ...]] = set()
         self.input_names = tuple(
             str(n.target)
@@ -80,7 +82,34 @@ class Entry:
         """Name of the tracing backend that traced the graph."""
 
     def key(self, inputs: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(read(inputs) for read in self.readers)
+        """The guard key of ``inputs``: the kinds of all arguments (``None`` or a tensor, an
+        ``int`` or a ``float``...), the plain attributes of the modules the trace ran through
+        (``training``, flags), the grad mode if the trace read it, then the facts the
+        graph's decisions read."""
+        kinds = tuple(kind_of(inputs[n]) for n in self.names)
+        state = tuple(s.current() for s in self.result.module_state)
+        if self.result.grad_mode is not None:
+            state += (torch.is_grad_enabled(),)
+        return (kinds, state, *(read(inputs) for read in self.readers))
+
+    def mismatch(self, inputs: dict[str, Any]) -> str | None:
+        """What of ``inputs`` differs from every set of inputs this graph was traced or kept
+        for (an argument's kind, a module attribute, the grad mode, a fact), for messages;
+        ``None`` if the inputs fit."""
+        key = self.key(inputs)
+        if not self.keys or key in self.keys:
+            return None
+        known = next(iter(self.keys))
+        kinds, state, *facts = key
+        for name, now, then in zip(self.names, kinds, known[0]):
+            if now != then:
+                return f"argument {name!r} is {_kind_name(now)}, traced as {_kind_name(then)}"
+        if state != known[1]:
+            return "an attribute of a module the trace ran (training, a flag) or the grad mode"
+        for fact, now, then in zip(self.facts, facts, known[2:]):
+            if now != then:
+                return f"{describe_fact(fact)} is {now!r}, traced as {then!r}"
+        return None
 
     def same_decisions(self, result: TracedGraph, training: bool) -> bool:
         return (
@@ -116,6 +145,12 @@ class Method:
     def key(self) -> str:
         """The name bending keys use for this method's activations."""
         return self.source or self.name
+
+
+def _kind_name(kind: Any) -> str:
+    if isinstance(kind, tuple):
+        return f"a {kind[0].__name__} of {len(kind[1])}"
+    return "None" if kind is type(None) else f"a {kind.__name__}"
 
 
 def clone_inputs(value: Any) -> Any:

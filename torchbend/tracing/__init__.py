@@ -1,6 +1,6 @@
 """Tracing: torch.fx symbolic tracing doubled with concrete execution."""
 
-from .facts import Fact, fact_reader, signature_of
+from .facts import Fact, fact_reader, kind_of, signature_of
 from .flow import DecisionChanged, FlowStep, check_decision, is_guard
 from .objects import rebuild_object
 from .proxy import ConcreteAttribute, ConcreteProxy
@@ -21,6 +21,7 @@ __all__ = [
     "fact_reader",
     "is_guard",
     "is_tensordict",
+    "kind_of",
     "rebuild_object",
     "record_of",
     "signature_of",

@@ -9,7 +9,7 @@ import torch
 
 from .tensordict import is_tensordict
 
-__all__ = ["Fact", "describe_fact", "fact_reader", "signature_of"]
+__all__ = ["Fact", "describe_fact", "fact_reader", "kind_of", "signature_of"]
 
 Fact = tuple[str, str, int | None]
 """``(input name, what, index)``: ``what`` is ``shape`` (``index`` a dim, or ``None`` for the
@@ -17,6 +17,7 @@ whole shape), ``dtype``, ``ndim``, ``device``, ``value`` (a scalar argument) or 
 (the whole structure of a container argument)."""
 
 _MISSING = object()
+_PLAIN = frozenset({type(None), bool, int, float, str})
 
 
 def signature_of(value: Any) -> Any:
@@ -36,6 +37,22 @@ def signature_of(value: Any) -> Any:
     except TypeError:
         return ("id", id(value))
     return value
+
+
+def kind_of(value: Any) -> Any:
+    """What kind of value an argument is: its type, and the kinds of a container's items (and
+    a mapping's keys). Every call is guarded by the kinds of all its arguments: code reads them
+    in ways no tracer sees (``mask is None``, ``isinstance(x, torch.Tensor)``, ``"a" in d``)."""
+    cls = type(value)
+    if cls is torch.Tensor or cls in _PLAIN:  # the common cases, first
+        return cls
+    if isinstance(value, torch.Tensor):
+        return torch.Tensor
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(kind_of(v) for v in value))
+    if isinstance(value, Mapping):
+        return (type(value), tuple((k, kind_of(v)) for k, v in value.items()))
+    return type(value)
 
 
 def fact_reader(fact: Fact) -> Callable[[Mapping[str, Any]], Any]:

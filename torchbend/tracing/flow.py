@@ -50,7 +50,14 @@ class DecisionChanged(Exception):
         self.got = got
 
 
-READERS: dict[str, Callable[[Any], Any]] = {"bool": bool, "len": len, "int": int, "float": float}
+READERS: dict[str, Callable[[Any], Any]] = {
+    "bool": bool,
+    "len": len,
+    "int": int,
+    "float": float,
+    "none": lambda value: value is None,
+    "str": lambda value: value if type(value) is str else None,
+}
 
 
 @has_side_effect

@@ -17,6 +17,7 @@ __all__ = [
     "RANDOM_METHODS",
     "SHAPE_ATTRIBUTES",
     "SHAPE_METHODS",
+    "returns_none",
 ]
 
 RANDOM_FACTORIES: frozenset[Callable[..., Any]] = frozenset(
@@ -122,3 +123,15 @@ PURE_FUNCTIONS: frozenset[Any] = frozenset(
         len,
     }
 )
+
+# Calls that return ``None`` whatever their inputs: no decision is read from their result.
+_NONE_METHODS = frozenset(
+    {"append", "extend", "insert", "update", "clear", "__setitem__", "__delitem__"}
+)
+
+
+def returns_none(kind: str, target: Any) -> bool:
+    """Whether a call always returns ``None`` (a write into a list, a dict or a tensor)."""
+    if kind == "call_function":
+        return target in (operator.setitem, operator.delitem)
+    return kind == "call_method" and target in _NONE_METHODS

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import operator
+import sys
 from typing import Any, Protocol, cast
 
+import torch
 import torch.fx
+
+from .inspection import is_user_file
 
 __all__ = ["ConcreteAttribute", "ConcreteProxy", "ConcreteTracer"]
 
@@ -40,11 +44,29 @@ class ConcreteProxy(torch.fx.Proxy):
     concrete value back to Python and asks its tracer to record the decision and guard it.
     """
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        # ``isinstance(n, int)`` answers as on the concrete number (``type(proxy)`` stays this
+        # class): calls are guarded by the kinds of their arguments, so the answer holds for
+        # every call the graph runs. A proxy of a tensor is seen as a tensor only by user code
+        # (``inspection.user_inspection``): PyTorch's C code trusts ``isinstance(x,
+        # torch.Tensor)`` and would crash on a proxy.
+        cls = type(self)
+        if cls is ConcreteProxy:
+            value = _concrete(self).value_of(self)
+            if type(value) in (int, float):
+                return type(value)
+        return cls
+
     def __getattr__(self, k: str) -> Any:
         if k in _CONCRETE_ATTRIBUTES:
             found, value = _concrete(self).read_attribute(self, k)
             if found:
                 return value
+        value = _concrete(self).value_of(self)
+        if not _has_attribute(value, k):
+            # As eager code would: ``hasattr(n, "shape")``, ``getattr(x, "_is_param", False)``.
+            raise AttributeError(f"{type(value).__name__!r} object has no attribute {k!r}")
         return ConcreteAttribute(self, k)
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -67,14 +89,44 @@ class ConcreteProxy(torch.fx.Proxy):
         return self.tracer.to_bool(self)
 
     def __format__(self, spec: str) -> str:
-        # f-strings in user code (error messages, mostly) show the value on the example inputs.
-        return format(_concrete(self).value_of(self), spec)
+        # A number written into a string (a key, a name) is read as a guarded value; other
+        # values (tensors in error messages, mostly) show as on the example inputs.
+        return format(_as_python(self), spec)
+
+    def __hash__(self) -> int:
+        # ``n in {1, 2}`` and ``table[n]`` in user code look a number up by its value (then
+        # compare with ``==``, a guarded decision); elsewhere a proxy hashes as itself.
+        if is_user_file(sys._getframe(1).f_code.co_filename):
+            value = _concrete(self).value_of(self)
+            if type(value) in (int, float):
+                return hash(_as_python(self))
+        return object.__hash__(self)
+
+    def __str__(self) -> str:
+        value = _as_python(self)
+        return str(value) if type(value) in (int, float) else repr(self)
 
 
 def _concrete(proxy: torch.fx.Proxy) -> ConcreteTracer:
     """The tracer of ``proxy``, as what proxies ask of it (it made the proxy: see
     ``BendingTracer.proxy``)."""
     return cast(ConcreteTracer, proxy.tracer)
+
+
+def _has_attribute(value: Any, name: str) -> bool:
+    """Whether ``value`` has attribute ``name``; a tensor's properties are looked up on its
+    class, not computed (``x.grad`` of a non-leaf tensor warns)."""
+    if isinstance(value, torch.Tensor):
+        return hasattr(type(value), name) or name in vars(value)
+    return hasattr(value, name)
+
+
+def _as_python(proxy: ConcreteProxy) -> Any:
+    """The value of ``proxy`` handed to Python: a number as a guarded decision."""
+    value = _concrete(proxy).value_of(proxy)
+    if type(value) in (int, float):
+        return _concrete(proxy).escape(proxy, type(value).__name__)
+    return value
 
 
 class ConcreteAttribute(torch.fx.proxy.Attribute, ConcreteProxy):

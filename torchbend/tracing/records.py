@@ -9,6 +9,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from .attributes import ModuleState
 from .facts import Fact
 from .flow import FlowStep
 from .surgery import copy_graph
@@ -134,6 +135,12 @@ class TracedGraph(torch.fx.Graph):
     """What the method returned on the example inputs."""
     runtime_guards: int
     """How many decisions are checked inside the graph (they read tensor data)."""
+    module_state: tuple[ModuleState, ...] = ()
+    """The plain attributes (``training``, flags, modes) of the modules whose Python code the
+    trace ran: their reads are baked in."""
+    grad_mode: bool | None = None
+    """Whether gradients were enabled while tracing, if the traced code asked
+    (``torch.is_grad_enabled()``); ``None`` if it did not."""
 
     def __init__(
         self,

@@ -9,8 +9,11 @@ import torch
 import torch.fx
 
 from ..errors import TracingError
+from .attributes import is_plain
 
 __all__ = ["restore_state"]
+
+_ABSENT = object()
 
 
 @contextlib.contextmanager
@@ -29,7 +32,8 @@ def restore_state(root: torch.nn.Module) -> Iterator[None]:
         for name, b in m._buffers.items()
         if b is not None
     ]
-    attributes = [(m, dict(vars(m))) for _, m in modules]
+    attributes = [(prefix, m, dict(vars(m))) for prefix, m in modules]
+    changed: list[str] = []
     assigned: list[str] = []
     cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     try:
@@ -44,13 +48,26 @@ def restore_state(root: torch.nn.Module) -> Iterator[None]:
                 b.copy_(saved)
                 if b.grad_fn is not None:  # an in-place update from parameters left history
                     b.detach_()
-        for m, before in attributes:
+        for prefix, m, before in attributes:
             for key, value in list(vars(m).items()):
-                if isinstance(value, torch.fx.Proxy):
-                    if key in before:
-                        vars(m)[key] = before[key]
+                old = before.get(key, _ABSENT)
+                if isinstance(value, torch.fx.Proxy) or (
+                    value is not old and is_plain(value) and not (is_plain(old) and value == old)
+                ):
+                    if not isinstance(value, torch.fx.Proxy):
+                        changed.append(f"{prefix}.{key}".lstrip(".") + f" ({old!r} -> {value!r})")
+                    if old is not _ABSENT:
+                        vars(m)[key] = old
                     else:
                         del vars(m)[key]
+    if changed:
+        raise TracingError(
+            f"{type(root).__name__} changes its Python attributes in forward: "
+            f"{', '.join(sorted(changed))}. Graphs do not record that: their calls would not "
+            "change them, and would keep what tracing saw. Keep such state in a buffer updated "
+            "in place (self.calls.add_(1)), or make the module a leaf of graphs "
+            "(torchbend_leaf = True) so that its code runs at every call."
+        )
     if assigned:
         raise TracingError(
             f"{type(root).__name__} assigns traced values to its buffers {sorted(set(assigned))} "

@@ -6,21 +6,22 @@ import dataclasses
 import inspect
 import linecache
 import math
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.fx
 from torch.fx.node import Argument, Node
-from torch.overrides import TorchFunctionMode
 
 from ..errors import TracingError
+from .attributes import module_state, runs_user_code
 from .compat import RootCallTracer, recorded_node, target_name
+from .factories import traced_factories
 from .facts import Fact
 from .flow import READERS, FlowStep, check_decision, is_guard
+from .inspection import USER_CODE_SKIPS, user_inspection
 from .objects import class_key, rebuild_object
-from .operations import FACTORIES, PURE_FUNCTIONS, SHAPE_ATTRIBUTES, SHAPE_METHODS
+from .operations import PURE_FUNCTIONS, SHAPE_ATTRIBUTES, SHAPE_METHODS, returns_none
 from .placeholders import root_call
 from .propagation import input_record, record_call
 from .proxy import ConcreteAttribute, ConcreteProxy
@@ -29,31 +30,6 @@ from .state import restore_state
 from .values import has_proxy, is_proxied_input, map_values
 
 __all__ = ["BendingTracer"]
-
-_SKIPPED_FILES = (
-    os.path.dirname(torch.__file__) + os.sep,
-    os.path.dirname(os.path.dirname(__file__)) + os.sep,
-)
-
-
-class _RecordFactories(TorchFunctionMode):
-    """Records tensor factories called without traced arguments (``torch.randn(3)``)."""
-
-    def __init__(self, tracer: BendingTracer) -> None:
-        super().__init__()
-        self.tracer = tracer
-
-    def __torch_function__(
-        self,
-        func: Callable[..., Any],
-        types: Any,
-        args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
-    ) -> Any:
-        kwargs = kwargs or {}
-        if func in FACTORIES and not self.tracer.executing and not has_proxy((args, kwargs)):
-            return self.tracer.create_proxy("call_function", func, args, kwargs)
-        return func(*args, **kwargs)
 
 
 class BendingTracer(RootCallTracer):
@@ -88,6 +64,8 @@ class BendingTracer(RootCallTracer):
         self._constants: dict[str, torch.Tensor] = {}
         self._concrete_inputs: list[str] = []
         self._runtime_guards = 0
+        self._modules: dict[int, torch.nn.Module] = {}
+        self.grad_mode_read = False
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -99,13 +77,14 @@ class BendingTracer(RootCallTracer):
         self._inputs, self._values = inputs, {}
         self._steps, self._facts, self._constants = [], set(), {}
         self._concrete_inputs, self._runtime_guards = [], 0
+        self._modules, self.grad_mode_read = {id(root): root}, False
         try:
-            with restore_state(root), _RecordFactories(self):
+            with restore_state(root), traced_factories(self), user_inspection(self):
                 graph = self.trace(root)
             outputs = self._finalize(graph)
         finally:
             self._values = {}  # graphs keep no example values
-        return TracedGraph(
+        traced = TracedGraph(
             graph,
             constants=self._constants,
             flow_steps=list(self._steps),
@@ -114,6 +93,9 @@ class BendingTracer(RootCallTracer):
             outputs=outputs,
             runtime_guards=self._runtime_guards,
         )
+        traced.module_state = module_state(self._modules.values())
+        traced.grad_mode = torch.is_grad_enabled() if self.grad_mode_read else None
+        return traced
 
     # -- torch.fx hooks ----------------------------------------------------------------------
 
@@ -139,13 +121,23 @@ class BendingTracer(RootCallTracer):
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
     ) -> Any:
-        if self.executing or not has_proxy((args, kwargs)):
+        if self.executing:
+            return forward(*args, **kwargs)
+        if runs_user_code(m) and not self.is_leaf_module(m, self._path_of(m)):
+            self._modules.setdefault(id(m), m)  # its code may read ``self.training``
+        if not has_proxy((args, kwargs)):
             return forward(*args, **kwargs)
         return super().call_module(m, forward, args, kwargs)
 
+    def _path_of(self, m: torch.nn.Module) -> str:
+        try:
+            return self.path_of_module(m)
+        except NameError:  # a module made in forward, no attribute of the root
+            return ""
+
     def create_arg(self, a: Any) -> Argument:
         if isinstance(a, torch.fx.Proxy):
-            return super().create_arg(a)
+            return a.node
         if isinstance(a, torch.Tensor) and not isinstance(a, torch.nn.Parameter):
             if a not in self.tensor_attrs and not any(a is b for _, b in self.root.named_buffers()):
                 return self._constant(a)
@@ -157,7 +149,16 @@ class BendingTracer(RootCallTracer):
             and has_proxy(dict(vars(a)))
         ):
             return self._rebuild(a, None)
-        return super().create_arg(a)
+        try:
+            return super().create_arg(a)
+        except NotImplementedError:
+            where = self._user_location()[0]
+            raise TracingError(
+                f"while tracing {type(self.root).__name__}.{self.traced_func_name}, code at "
+                f"{where} passes a {type(a).__name__} to a traced operation: graphs cannot hold "
+                "such an object. Pass inputs that avoid it (use_cache=False for a transformers "
+                "model), or make the module using it a leaf (torchbend_leaf = True)."
+            ) from None
 
     def create_proxy(
         self,
@@ -184,6 +185,11 @@ class BendingTracer(RootCallTracer):
             set_record(node, NodeRecord(static=static, shape_deps=frozenset()))
         else:
             record_call(node, kind, target, args, value, self._values.get)
+        if (value is None or type(value) is str) and not returns_none(kind, target):
+            # Code tests ``is None`` on what a call returned (``d.get("mask")``) or compares a
+            # string (``cfg["mode"]``): hand it the value itself, guarding that it stays so.
+            self._decide(proxy, "none" if value is None else "str", "value")
+            return value
         return proxy
 
     def _concrete_hook(self, node: Node, value: Any) -> Any:
@@ -229,12 +235,13 @@ class BendingTracer(RootCallTracer):
 
     def value_of(self, proxy: torch.fx.Proxy) -> Any:
         """The concrete value of ``proxy`` on the example inputs."""
-        if isinstance(proxy, ConcreteAttribute):
-            node = recorded_node(proxy)
+        if issubclass(type(proxy), ConcreteAttribute):  # ``type``: see ConcreteProxy.__class__
+            attribute = cast(ConcreteAttribute, proxy)
+            node = recorded_node(attribute)
             if node is None:  # not recorded yet: read it without recording it
-                return getattr(self.value_of(proxy.root), proxy.attr)
+                return getattr(self.value_of(attribute.root), attribute.attr)
             return self._values[node]
-        return self._values[proxy.node]
+        return self._values.get(proxy.node)
 
     def escape(self, proxy: torch.fx.Proxy, how: str) -> Any:
         """Hand the concrete value of ``proxy`` to Python as ``how`` (len, int, float)."""
@@ -333,7 +340,7 @@ class BendingTracer(RootCallTracer):
 
     def _user_location(self) -> tuple[str, str, str]:
         frame = inspect.currentframe()
-        while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED_FILES):
+        while frame is not None and frame.f_code.co_filename.startswith(USER_CODE_SKIPS):
             frame = frame.f_back
         if frame is None:
             return ("<unknown>", "<unknown>", "")

@@ -1,0 +1,325 @@
+"""Pitfalls of module code: factories and shapes, modes and attributes, Python state, seeds,
+``isinstance`` of tensors, and a real model (see ``test_pitfalls.py`` for the check)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import torchbend as tb
+from tests.conftest import assert_same
+from tests.tracing.test_pitfalls import check_calls
+
+# -- shapes, factories, items --------------------------------------------------------------
+
+
+class Factories(nn.Module):
+    def forward(self, x):
+        b, c, t = x.shape
+        noise = torch.randn(b, c, t) * 0 + torch.rand(b, c, t) * 0
+        ones = torch.ones(b, c) + torch.zeros(size=(b, c)) + torch.empty(b, c).fill_(1)
+        full = torch.full((b, c), 2.0) + x.new_ones(b, c) + x.new_zeros((b, c))
+        ramp = torch.arange(t) + torch.arange(0, t, 1) + torch.ones(*x.shape[1:]).sum(0)
+        like = torch.zeros_like(x) + torch.ones_like(x)
+        return x + noise + (ones + full)[..., None] + ramp + like + torch.tensor(x.shape).sum()
+
+
+def test_factories_with_traced_sizes():
+    check_calls(Factories, {"x": torch.randn(2, 3, 4)}, {"x": torch.randn(3, 2, 5)})
+
+
+class TensorOfSizes(nn.Module):
+    def forward(self, x):
+        return torch.tensor([x.shape[0], 5]) * torch.tensor(x.shape[1])
+
+
+def test_tensor_of_traced_sizes():
+    check_calls(TensorOfSizes, {"x": torch.randn(2, 3)}, {"x": torch.randn(4, 1)})
+
+
+class ItemShape(nn.Module):
+    def forward(self, x, n):
+        return x[: int(n.item())].reshape(-1, n.item())
+
+
+def test_item_used_for_shapes():
+    x = torch.randn(6, 2)
+    check_calls(ItemShape, {"x": x, "n": torch.tensor(2)}, {"x": x, "n": torch.tensor(4)})
+
+
+class InplaceOnInput(nn.Module):
+    def forward(self, x):
+        x.mul_(2)
+        x[0] = 0
+        return x + 1
+
+
+def test_in_place_on_inputs():
+    check_calls(InplaceOnInput, {"x": torch.randn(3)}, {"x": torch.randn(5)})
+
+
+# -- training modes ---------------------------------------------------------------------------
+
+
+class ByMode(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.training_only = False
+
+    def forward(self, x):
+        return x * 2 if self.training else x
+
+
+class WithSubmodule(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sub = ByMode()
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.sub(x))
+
+
+def test_submodules_switched_to_train_mode_after_tracing():
+    for strict in (False, True):
+        module = WithSubmodule().eval()
+        bended = tb.BendedModule(module, strict=strict)
+        x = torch.randn(8)
+        bended.trace(x=x)
+        module.sub.train()
+        module.drop.train()
+        torch.manual_seed(0)
+        expected = module(x)
+        torch.manual_seed(0)
+        try:
+            got = bended(x)
+        except tb.TorchbendError:
+            continue
+        assert_same(got, expected)
+
+
+# -- isinstance, sets and state --------------------------------------------------------------
+
+
+class TensorOrNumber(nn.Module):
+    def forward(self, x, bias=0.5):
+        if isinstance(bias, torch.Tensor):
+            return x + bias.mean()
+        return x - bias
+
+
+def test_isinstance_of_a_tensor_argument():
+    x = torch.randn(3)
+    check_calls(
+        TensorOrNumber,
+        {"x": x, "bias": torch.ones(2)},
+        {"x": x},
+        {"x": x, "bias": 2},
+        {"x": x, "bias": torch.ones(5)},
+    )
+
+
+class InSet(nn.Module):
+    def forward(self, x, n: int = 1):
+        if n in {1, 2}:
+            return x * n
+        return x
+
+
+def test_int_argument_looked_up_in_a_set():
+    x = torch.randn(3)
+    check_calls(InSet, {"x": x}, {"x": x, "n": 3}, {"x": x, "n": 2})
+
+
+class ScalarsInADict(nn.Module):
+    def forward(self, batch):
+        scale = batch["scale"]
+        if isinstance(scale, int) and scale > 1:
+            return batch["x"] * scale
+        return batch["x"]
+
+
+def test_scalars_inside_a_dict_argument():
+    x = torch.randn(3)
+    check_calls(
+        ScalarsInADict,
+        {"batch": {"x": x, "scale": 2}},
+        {"batch": {"x": x, "scale": 1}},
+        {"batch": {"x": x, "scale": 1.5}},
+    )
+
+
+class Counter(nn.Module):
+    """Python state changed by ``forward``: graphs do not record it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return x * self.calls
+
+
+def test_python_state_changed_in_forward_is_an_error():
+    with pytest.raises(tb.TracingError, match="calls"):
+        tb.BendedModule(Counter()).trace(x=torch.ones(2))
+
+
+class ModeInADict(nn.Module):
+    def forward(self, batch):
+        x = batch["x"][None, None]
+        if batch["mode"] == "nearest":
+            return F.interpolate(x, scale_factor=2, mode=batch["mode"])
+        return F.interpolate(x, scale_factor=2, mode=batch["mode"], align_corners=True)
+
+
+def test_string_mode_inside_a_dict_argument():
+    x = torch.randn(5)
+    check_calls(
+        ModeInADict,
+        {"batch": {"x": x, "mode": "nearest"}},
+        {"batch": {"x": x, "mode": "linear"}},
+        {"batch": {"x": x, "mode": "nearest"}},
+    )
+
+
+class OptionalInAList(nn.Module):
+    def forward(self, xs):
+        out = xs[0]
+        if xs[1] is not None:
+            out = out + xs[1]
+        return out
+
+
+def test_none_inside_a_list_argument():
+    a = torch.randn(3)
+    check_calls(OptionalInAList, {"xs": [a, None]}, {"xs": [a, a]}, {"xs": [a, None]})
+
+
+class IsTensor(nn.Module):
+    def forward(self, x, offset=1):
+        if torch.is_tensor(offset):
+            return x + offset.sum()
+        if hasattr(offset, "shape"):
+            return x * 0
+        return x + getattr(offset, "real", 0)
+
+
+def test_is_tensor_and_hasattr_of_arguments():
+    x = torch.randn(3)
+    check_calls(IsTensor, {"x": x}, {"x": x, "offset": torch.ones(2)}, {"x": x, "offset": 2.5})
+    check_calls(IsTensor, {"x": x, "offset": torch.ones(2)}, {"x": x, "offset": 3})
+
+
+class Configured(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = ByMode()
+        self.causal = True
+        self.temperature = 1.0
+
+    def forward(self, x):
+        if self.causal:
+            x = x.cumsum(-1)
+        return self.inner(x / self.temperature)
+
+
+def test_plain_attributes_changed_after_tracing():
+    for strict in (False, True):
+        module = Configured().eval()
+        bended = tb.BendedModule(module, strict=strict)
+        x = torch.randn(4)
+        bended.trace(x=x)
+        for change in ({"causal": False}, {"temperature": 0.5}, {"causal": True}):
+            for name, value in change.items():
+                setattr(module, name, value)
+            module.inner.training_only = not module.inner.training_only
+            try:
+                got = bended(x)
+            except tb.GuardError:
+                assert strict
+                continue
+            assert_same(got, module(x))
+
+
+# -- a real model ----------------------------------------------------------------------------
+
+
+def _tiny_llama() -> nn.Module:
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(
+        vocab_size=50,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+    )
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+class LlamaLogits(nn.Module):
+    """transformers' Llama: ``logits_to_keep: int = 0`` sliced by ``isinstance``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = _tiny_llama()
+
+    def forward(self, input_ids, logits_to_keep=0, attention_mask=None):
+        return self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            logits_to_keep=logits_to_keep,
+            use_cache=False,
+        ).logits
+
+
+@pytest.mark.slow
+def test_llama_logits_to_keep():
+    ids = torch.randint(0, 50, (1, 7), generator=torch.Generator().manual_seed(0))
+    check_calls(
+        LlamaLogits,
+        {"input_ids": ids},
+        {"input_ids": ids, "logits_to_keep": 1},
+        {"input_ids": torch.cat([ids, ids], 1)},
+        {"input_ids": ids, "attention_mask": torch.ones_like(ids)},
+        atol=1e-5,
+    )
+
+
+@pytest.mark.slow
+def test_llama_cache_objects_are_a_clear_error():
+    with pytest.raises(tb.TracingError, match=r"DynamicCache.*use_cache=False"):
+        tb.BendedModule(_tiny_llama()).trace(input_ids=torch.zeros(1, 3, dtype=torch.long))
+
+
+class GradMode(nn.Module):
+    def forward(self, x):
+        return x * 2 if torch.is_grad_enabled() else x
+
+
+def test_grad_mode_read_in_forward():
+    for strict in (False, True):
+        bended = tb.BendedModule(GradMode(), strict=strict, check=False)  # see GradBranch
+        x = torch.randn(3)
+        bended.trace(x=x)
+        with torch.no_grad():
+            try:
+                assert_same(bended(x), x)
+            except tb.GuardError:
+                assert strict
+        assert_same(bended(x), x * 2)
+
+
+class Seeded(nn.Module):
+    def forward(self, x):
+        torch.manual_seed(3)
+        return x + torch.randn(x.shape)
+
+
+def test_seeding_in_forward():
+    check_calls(Seeded, {"x": torch.zeros(3)}, {"x": torch.zeros(5)})

@@ -1,0 +1,83 @@
+"""How user code inspects traced values: ``isinstance`` answers as on the concrete value."""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+import torch
+import torch.fx
+
+__all__ = ["USER_CODE_SKIPS", "is_user_file", "user_inspection"]
+
+USER_CODE_SKIPS = (
+    os.path.dirname(torch.__file__) + os.sep,
+    os.path.dirname(os.path.dirname(__file__)) + os.sep,
+)
+"""Files of PyTorch and torchbend: code there sees proxies as proxies; the rest is user code."""
+
+_isinstance = builtins.isinstance
+_is_tensor = torch.is_tensor
+_is_grad_enabled = torch.is_grad_enabled
+
+
+class _Tracer(Protocol):
+    grad_mode_read: bool
+    executing: int
+
+    def value_of(self, proxy: torch.fx.Proxy) -> Any: ...
+
+
+def is_user_file(filename: str) -> bool:
+    """Whether code in ``filename`` is the user's (a model's, a library's), not PyTorch's or
+    torchbend's."""
+    return not filename.startswith(USER_CODE_SKIPS)
+
+
+@contextlib.contextmanager
+def user_inspection(tracer: _Tracer) -> Iterator[None]:
+    """While tracing, ``isinstance`` in user code answers as on the concrete value of a proxy
+    (``isinstance(mask, torch.Tensor)`` is ``True`` for a traced tensor), as well as on the
+    proxy itself (``isinstance(x, torch.fx.Proxy)`` stays ``True``); so does
+    ``torch.is_tensor``.
+
+    Without this, code testing whether an argument is a tensor takes the other branch, and
+    the graph computes something eager code never does. PyTorch's own code keeps seeing
+    proxies: its C code trusts ``isinstance(x, torch.Tensor)`` to mean a real tensor. The
+    answer holds for every call the graph runs: calls are guarded by the kinds of their
+    arguments, and the kinds of traced values follow from the decisions baked in.
+
+    ``torch.is_grad_enabled()`` read by traced code sets ``tracer.grad_mode_read``: the graph is
+    then guarded by the grad mode too.
+    """
+
+    def isinstance(obj: Any, cls: Any, /) -> bool:
+        if not _isinstance(obj, torch.fx.Proxy) or not is_user_file(
+            sys._getframe(1).f_code.co_filename
+        ):
+            return _isinstance(obj, cls)
+        return _isinstance(obj, cls) or _isinstance(tracer.value_of(obj), cls)
+
+    def is_tensor(obj: Any, /) -> bool:
+        if _isinstance(obj, torch.fx.Proxy) and is_user_file(sys._getframe(1).f_code.co_filename):
+            obj = tracer.value_of(obj)
+        return _is_tensor(obj)
+
+    def is_grad_enabled() -> bool:
+        if not tracer.executing:  # code run concretely (a leaf module) runs again at each call
+            tracer.grad_mode_read = True
+        return _is_grad_enabled()
+
+    builtins.isinstance = isinstance
+    torch.is_tensor = is_tensor  # type: ignore[assignment]
+    torch.is_grad_enabled = is_grad_enabled
+    try:
+        yield
+    finally:
+        builtins.isinstance = _isinstance
+        torch.is_tensor = _is_tensor
+        torch.is_grad_enabled = _is_grad_enabled
