@@ -304,7 +304,7 @@ class GradMode(nn.Module):
 
 def test_grad_mode_read_in_forward():
     for strict in (False, True):
-        bended = tb.BendedModule(GradMode(), strict=strict, check=False)  # see GradBranch
+        bended = tb.BendedModule(GradMode(), strict=strict)
         x = torch.randn(3)
         bended.trace(x=x)
         with torch.no_grad():

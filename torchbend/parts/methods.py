@@ -343,6 +343,7 @@ class MethodTable:
         placeholders = [str(n.target) for n in graph.nodes if n.op == "placeholder"]
         facts = tuple(f for f in entry.facts if f[0] in placeholders)
         result = TracedGraph(graph, entry.result.constants, entry.result.flow_steps, facts, ())
+        result.module_state, result.grad_mode = entry.result.module_state, entry.result.grad_mode
         params = [
             inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in placeholders
         ]
