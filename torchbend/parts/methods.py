@@ -242,7 +242,7 @@ class MethodTable:
         entry.backend = backend.name
         entry.keys.add(entry.key(inputs))
         if method.entries and self.strict:
-            raise GuardError(self._describe_change(method, result))
+            raise GuardError(self._describe_change(method, result, inputs))
         self.hooks.attach(method, entry)
         self.hooks.build(method, entry)
         if state is not None:
@@ -251,17 +251,17 @@ class MethodTable:
             return entry, result
         method.entries.insert(0, entry)
         if len(method.entries) > self.max_graphs:
+            change = self._describe_change(method, result, inputs)
             warnings.warn(
                 f"{self.owner}.{method.name} now has {len(method.entries)} traced graphs: its "
-                f"inputs keep taking new decisions ({self._describe_change(method, result)}). "
-                "Each new one costs a trace.",
+                f"inputs keep taking new decisions ({change}). Each new one costs a trace.",
                 stacklevel=4,
             )
         if method.current is None:
             method.current = entry
         return entry, result
 
-    def _describe_change(self, method: Method, result: TracedGraph) -> str:
+    def _describe_change(self, method: Method, result: TracedGraph, inputs: dict[str, Any]) -> str:
         old = method.current or method.entries[0]
         label = f"{self.owner}.{method.name}"
         for i, new_step in enumerate(result.flow_steps):
@@ -274,6 +274,9 @@ class MethodTable:
                     f"({old_step.function}) was {old_step.value!r} when traced, "
                     f"now {new_step.value!r}"
                 )
+        mismatch = old.mismatch(inputs)
+        if mismatch:
+            return f"{label} traced a different graph for these inputs: {mismatch}"
         facts = ", ".join(describe_fact(f) for f in old.facts) or "none"
         return f"{label} traced a different graph for these inputs (facts read: {facts})"
 
