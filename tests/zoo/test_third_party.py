@@ -1,0 +1,84 @@
+"""Real third-party models: traced, bent, reset and bent again from a saved configuration."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from models import ALL, KNOWN_FAILING, MODELS, ZooModel
+from zoo_helpers import identical, same
+
+import torchbend as tb
+
+
+def _middle_activation(bended: tb.BendedModule, model: ZooModel, inputs, eager) -> str:
+    """A floating-point activation from the middle of the graph whose zeroing changes the
+    output (the nearest to the middle that does)."""
+    names = [
+        a.name
+        for a in bended.activations(model.method)
+        if a.op != "placeholder"
+        and isinstance(a.shape, torch.Size)
+        and a.shape.numel() > 1
+        and isinstance(a.dtype, torch.dtype)
+        and a.dtype.is_floating_point
+    ]
+    middle = len(names) // 2
+    for name in sorted(names, key=lambda n: abs(names.index(n) - middle))[:10]:
+        bended.bend(tb.Scale(0.0), f"{model.method}:{re.escape(name)}$")
+        changed = not identical(bended.call(model.method, **inputs), eager)
+        bended.reset()
+        if changed:
+            return name
+    raise AssertionError(f"no activation near the middle of {model.name} changes its output")
+
+
+def test_registry_is_consistent():
+    names = [m.name for m in ALL]
+    assert len(names) == len(set(names))
+    assert set(KNOWN_FAILING) <= set(names)
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.name for m in MODELS])
+def test_trace_bend_reset_and_reload(model: ZooModel, tmp_path):
+    if not model.available:
+        pytest.skip(f"{model.library} is not installed (pip install -e '.[dev]')")
+    module, inputs = model.build()
+    eager = getattr(module, model.method)(**inputs)
+    bended = tb.BendedModule(module, backend="auto")
+    bended.trace(model.method, **inputs)
+    plain = bended.call(model.method, **inputs)
+    assert same(plain, eager), f"{model.name}: traced output differs from eager"
+
+    name = model.bend or _middle_activation(bended, model, inputs, eager)
+    bended.bend(tb.Scale(0.0), f"{model.method}:{re.escape(name)}$")
+    bent = bended.call(model.method, **inputs)
+    assert not identical(bent, plain)
+
+    bended.reset()
+    assert identical(bended.call(model.method, **inputs), plain), "reset() is not bit-exact"
+
+    bended.bend(tb.Scale(0.0), f"{model.method}:{re.escape(name)}$")
+    path = tmp_path / "bends.json"
+    bended.bending_config().save(path)
+    fresh_module, _ = model.build()
+    fresh = tb.BendedModule(fresh_module, backend="auto")
+    fresh.trace(model.method, **inputs)
+    assert fresh.bend(tb.BendingConfig.load(path))
+    reloaded = fresh.call(model.method, **inputs)
+    assert identical(reloaded, bent), "a reloaded config does not reproduce the bent output"
+
+
+def test_docs_table_lists_the_zoo():
+    """docs/zoo.md has a row per model (rewrite it with scripts/zoo_third_party.py)."""
+    page = (Path(__file__).parents[2] / "docs" / "zoo.md").read_text()
+    lines = [line for line in page.splitlines() if line.startswith("| `")]
+    rows = [line.split("|")[1].strip().strip("`") for line in lines]
+    assert rows == [m.name for m in ALL]
+    assert all(f"`{name}`" in page.split("## Known failures")[1] for name in KNOWN_FAILING)
