@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 import torch
 from torch import nn
@@ -45,6 +47,39 @@ class WithOptions(nn.Module):
 
     def forward(self, x):
         return self.leaf(self.lin(x), Options(2.0))
+
+
+@dataclass
+class Output:
+    """An output class registered with torch.export (as transformers' ModelOutputs are)."""
+
+    hidden: torch.Tensor
+    pooled: torch.Tensor
+
+
+torch.export.register_dataclass(Output)
+
+
+class ReturnsObject(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.lin(x)
+        return Output(hidden=h, pooled=h.mean(dim=1))
+
+
+def test_export_backend_returns_the_objects_the_module_returns():
+    module, x = ReturnsObject(), torch.randn(2, 3, 4)
+    bended = tb.BendedModule(module, backend="export")
+    bended.trace(x=x)
+    out = bended(x)
+    assert type(out) is Output
+    expected = module(x)
+    assert torch.equal(out.hidden, expected.hidden) and torch.equal(out.pooled, expected.pooled)
+    bended.bend(tb.Scale(0.0), "lin$")
+    assert torch.equal(bended(x).pooled, torch.zeros(2, 4))
 
 
 def test_export_backend_names_bends_resets_and_round_trips_a_config(tmp_path):

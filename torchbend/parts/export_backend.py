@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from functools import partial
 from typing import Any
 
 import torch
@@ -22,6 +23,7 @@ from torch import nn
 
 from ..errors import TracingError
 from ..tracing import NodeRecord, TracedGraph
+from ..tracing.objects import class_key, rebuild_object, rebuilt
 from ..tracing.records import set_record
 from .backend import ValueHook, call_method
 
@@ -136,7 +138,8 @@ def _rebuild(
         elif node.op == "output":
             flat = node.args[0]
             flat = list(flat) if isinstance(flat, (list, tuple)) else [flat]
-            graph.output(pytree.tree_unflatten([arg(v) for v in flat], out_spec))
+            value = pytree.tree_unflatten([arg(v) for v in flat], out_spec)
+            graph.output(rebuilt(value, partial(_object_node, graph)))
             continue
         elif node.op == "get_attr":
             target = _strip_root(str(node.target))
@@ -155,6 +158,13 @@ def _rebuild(
         env[node] = new
     graph.lint()
     return graph, constants
+
+
+def _object_node(
+    graph: torch.fx.Graph, cls: type, items: dict[Any, Any] | None, attributes: dict[str, Any]
+) -> torch.fx.Node:
+    """A node building an object of ``cls`` (a ModelOutput, a dataclass) from nodes."""
+    return graph.call_function(rebuild_object, (class_key(cls), items, attributes))
 
 
 def _strip_root(path: str) -> str:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["class_key", "find_class", "rebuild_object"]
+import torch.fx
+
+__all__ = ["class_key", "find_class", "object_fields", "rebuild_object", "rebuilt"]
 
 # Classes of the objects graphs rebuild, by the name their nodes carry: torch.fx writes
 # arguments into generated code by ``repr``, which a class has no usable form of.
@@ -50,3 +54,37 @@ def rebuild_object(
             mapping.__setitem__(obj, key, value)
     obj.__dict__.update(attributes)
     return obj
+
+
+def object_fields(obj: Any) -> tuple[dict[Any, Any] | None, dict[str, Any]] | None:
+    """The items (of a mapping) and attributes that :func:`rebuild_object` rebuilds ``obj``
+    from, or ``None`` for what graphs hold as they are (containers, modules, classes, values
+    without attributes)."""
+    if isinstance(obj, dict) and type(obj) is not dict:
+        return dict(obj), dict(vars(obj))
+    if isinstance(obj, (tuple, list, dict, slice, type)) or not hasattr(obj, "__dict__"):
+        return None
+    attributes = dict(vars(obj))
+    if dataclasses.is_dataclass(obj):
+        attributes = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)} | attributes
+    return None, attributes
+
+
+def rebuilt(value: Any, make: Callable[[type, dict[Any, Any] | None, dict[str, Any]], Any]) -> Any:
+    """``value`` (an output holding graph nodes) with each object :func:`object_fields` takes
+    apart replaced by ``make(cls, items, attributes)``, through tuples, lists and dicts."""
+    if isinstance(value, torch.fx.Node):
+        return value
+    if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
+        return type(value)(rebuilt(v, make) for v in value)
+    if type(value) is dict:
+        return {k: rebuilt(v, make) for k, v in value.items()}
+    fields = object_fields(value)
+    if fields is None:
+        return value
+    items, attributes = fields
+    return make(
+        type(value),
+        None if items is None else {k: rebuilt(v, make) for k, v in items.items()},
+        {k: rebuilt(v, make) for k, v in attributes.items()},
+    )

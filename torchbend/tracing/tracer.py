@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import linecache
 import math
@@ -20,7 +19,7 @@ from .factories import traced_factories
 from .facts import Fact
 from .flow import READERS, FlowStep, check_decision, is_guard
 from .inspection import USER_CODE_SKIPS, user_inspection
-from .objects import class_key, rebuild_object
+from .objects import class_key, object_fields, rebuild_object
 from .operations import PURE_FUNCTIONS, SHAPE_ATTRIBUTES, SHAPE_METHODS, returns_none
 from .placeholders import root_call
 from .propagation import input_record, record_call
@@ -141,14 +140,11 @@ class BendingTracer(RootCallTracer):
         if isinstance(a, torch.Tensor) and not isinstance(a, torch.nn.Parameter):
             if a not in self.tensor_attrs and not any(a is b for _, b in self.root.named_buffers()):
                 return self._constant(a)
-        if isinstance(a, dict) and type(a) is not dict and has_proxy(dict(a)):
-            return self._rebuild(a, dict(a))
-        if (
-            not isinstance(a, (tuple, list, dict, slice, torch.nn.Module, type))
-            and hasattr(a, "__dict__")
-            and has_proxy(dict(vars(a)))
-        ):
-            return self._rebuild(a, None)
+        fields = None if isinstance(a, torch.nn.Module) else object_fields(a)
+        if fields is not None and has_proxy(fields):
+            items, attributes = fields
+            args = (class_key(type(a)), items, attributes)
+            return self.create_proxy("call_function", rebuild_object, args, {}).node
         try:
             return super().create_arg(a)
         except NotImplementedError:
@@ -356,16 +352,6 @@ class BendingTracer(RootCallTracer):
         self._values[node] = tensor
         set_record(node, NodeRecord(static=True, shape_deps=frozenset()))
         return node
-
-    def _rebuild(self, obj: Any, items: dict[Any, Any] | None) -> Argument:
-        attributes = dict(vars(obj))
-        if dataclasses.is_dataclass(obj) and items is None:
-            attributes = {
-                f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)
-            } | attributes
-        args = (class_key(type(obj)), items, attributes)
-        proxy = self.create_proxy("call_function", rebuild_object, args, {})
-        return proxy.node
 
     # -- after tracing -------------------------------------------------------------------------
 
