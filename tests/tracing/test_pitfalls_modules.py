@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import is_tensor as imported_is_tensor
 from torch import nn
 
 import torchbend as tb
@@ -212,6 +213,25 @@ def test_is_tensor_and_hasattr_of_arguments():
     x = torch.randn(3)
     check_calls(IsTensor, {"x": x}, {"x": x, "offset": torch.ones(2)}, {"x": x, "offset": 2.5})
     check_calls(IsTensor, {"x": x, "offset": torch.ones(2)}, {"x": x, "offset": 3})
+
+
+def _default(value, fallback):
+    return value() if callable(value) else value if value is not None else fallback
+
+
+class LibraryIdioms(nn.Module):
+    """Idioms of x-transformers and transformers: ``callable`` of a maybe-lazy default,
+    ``is_tensor`` imported by name, an activation module built in forward."""
+
+    def forward(self, x, context=None):
+        kv = _default(context, x)
+        first = next(a for a in (None, 3, kv) if imported_is_tensor(a))
+        return nn.SiLU()(first) + nn.GELU(approximate="tanh")(x)
+
+
+def test_library_idioms():
+    x = torch.randn(2, 3)
+    check_calls(LibraryIdioms, {"x": x}, {"x": x, "context": torch.ones(2, 3)})
 
 
 class Configured(nn.Module):

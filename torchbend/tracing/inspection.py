@@ -21,7 +21,8 @@ USER_CODE_SKIPS = (
 """Files of PyTorch and torchbend: code there sees proxies as proxies; the rest is user code."""
 
 _isinstance = builtins.isinstance
-_is_tensor = torch.is_tensor
+_callable = builtins.callable
+_IS_TENSOR = torch.is_tensor.__code__
 _is_grad_enabled = torch.is_grad_enabled
 
 
@@ -42,8 +43,10 @@ def is_user_file(filename: str) -> bool:
 def user_inspection(tracer: _Tracer) -> Iterator[None]:
     """While tracing, ``isinstance`` in user code answers as on the concrete value of a proxy
     (``isinstance(mask, torch.Tensor)`` is ``True`` for a traced tensor), as well as on the
-    proxy itself (``isinstance(x, torch.fx.Proxy)`` stays ``True``); so does
-    ``torch.is_tensor``.
+    proxy itself (``isinstance(x, torch.fx.Proxy)`` stays ``True``); so do ``torch.is_tensor``
+    (by whatever name user code imported it: it is ``isinstance`` called from PyTorch, on
+    behalf of its caller) and ``callable`` (a proxy has ``__call__``, a tensor has not: ``arg() if callable(arg)
+    else arg`` must take the branch eager code takes).
 
     Without this, code testing whether an argument is a tensor takes the other branch, and
     the graph computes something eager code never does. PyTorch's own code keeps seeing
@@ -56,16 +59,19 @@ def user_inspection(tracer: _Tracer) -> Iterator[None]:
     """
 
     def isinstance(obj: Any, cls: Any, /) -> bool:
-        if not _isinstance(obj, torch.fx.Proxy) or not is_user_file(
-            sys._getframe(1).f_code.co_filename
-        ):
+        if not _isinstance(obj, torch.fx.Proxy):
+            return _isinstance(obj, cls)
+        caller = sys._getframe(1)
+        if caller.f_code is _IS_TENSOR and caller.f_back is not None:
+            caller = caller.f_back
+        if not is_user_file(caller.f_code.co_filename):
             return _isinstance(obj, cls)
         return _isinstance(obj, cls) or _isinstance(tracer.value_of(obj), cls)
 
-    def is_tensor(obj: Any, /) -> bool:
+    def callable(obj: Any, /) -> bool:
         if _isinstance(obj, torch.fx.Proxy) and is_user_file(sys._getframe(1).f_code.co_filename):
             obj = tracer.value_of(obj)
-        return _is_tensor(obj)
+        return _callable(obj)
 
     def is_grad_enabled() -> bool:
         if not tracer.executing:  # code run concretely (a leaf module) runs again at each call
@@ -73,11 +79,11 @@ def user_inspection(tracer: _Tracer) -> Iterator[None]:
         return _is_grad_enabled()
 
     builtins.isinstance = isinstance
-    torch.is_tensor = is_tensor  # type: ignore[assignment]
+    builtins.callable = callable
     torch.is_grad_enabled = is_grad_enabled
     try:
         yield
     finally:
         builtins.isinstance = _isinstance
-        torch.is_tensor = _is_tensor
+        builtins.callable = _callable
         torch.is_grad_enabled = _is_grad_enabled

@@ -122,9 +122,14 @@ class BendingTracer(RootCallTracer):
     ) -> Any:
         if self.executing:
             return forward(*args, **kwargs)
-        if runs_user_code(m) and not self.is_leaf_module(m, self._path_of(m)):
+        path = self._path_of(m)
+        if runs_user_code(m) and not self.is_leaf_module(m, path):
             self._modules.setdefault(id(m), m)  # its code may read ``self.training``
         if not has_proxy((args, kwargs)):
+            return forward(*args, **kwargs)
+        if not path and m is not self.root:
+            # A module made in forward (``ACT2FN[name](x)`` builds an activation per call):
+            # no node can name it, so its operations join the graph of its caller.
             return forward(*args, **kwargs)
         return super().call_module(m, forward, args, kwargs)
 
