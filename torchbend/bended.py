@@ -81,7 +81,7 @@ class BendedModule(nn.Module):
         strict: bool = False,
         max_graphs: int = 16,
         check: bool = True,
-        backend: Backend | str = "concrete",
+        backend: Backend | str = "auto",
     ) -> None:
         if not isinstance(module, nn.Module):
             raise TracingError(

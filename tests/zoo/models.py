@@ -664,36 +664,7 @@ QUANTIZERS: list[ZooModel] = [
 
 ALL: list[ZooModel] = [*TRANSFORMERS, *DIFFUSERS, *X_TRANSFORMERS, *QUANTIZERS]
 
-_EXPORT_OUTPUT = (
-    "export: the self-check rejects the graph, which returns the output's tensors flattened "
-    "instead of the ModelOutput (dataclass) the module returns"
-)
-_ONES = (
-    "concrete: `TypeError: ones() takes 1 positional argument but 2 were given`; " + _EXPORT_OUTPUT
-)
-_LEN = "concrete: `TypeError: len() of a 0-d tensor` (on the timestep); " + _EXPORT_OUTPUT
-_EINOPS = (
-    "concrete: `RuntimeError: Tensor type unknown to einops <class 'ConcreteProxy'>`; "
-    "export: `GuardOnDataDependentSymNode: Could not guard on data-dependent expression`"
-)
-
-KNOWN_FAILING: dict[str, str] = {
-    "LlamaForCausalLM": (
-        "concrete: silently wrong, the self-check passes a graph whose logits have shape "
-        "[2, 100] instead of [2, 9, 100] (`hidden_states[:, slice(-logits_to_keep, None), :]` "
-        "with `logits_to_keep=0`); " + _EXPORT_OUTPUT
-    ),
-    "OPTModel": _ONES,
-    "BartModel": _ONES,
-    "MarianMTModel": _ONES,
-    "MambaModel": "concrete: `NameError: module is not installed as a submodule`; "
-    + _EXPORT_OUTPUT,
-    "UNet2DModel": _LEN,
-    "UNet1DModel": _LEN,
-    "UNet2DConditionModel": _LEN,
-    "VectorQuantize": _EINOPS,
-    "ResidualVQ": _EINOPS,
-}
+KNOWN_FAILING: dict[str, str] = {}
 """Names of ``ALL`` that fail on both backends, with the first line of each backend's error."""
 
 MODELS: list[ZooModel] = [m for m in ALL if m.name not in KNOWN_FAILING]

@@ -21,6 +21,7 @@ from torch import nn
 from ..errors import TracingError
 from ..rewriting import build_graph_module, graph_module_record
 from ..tracing import DecisionChanged
+from ..tracing.state import kept_attributes
 from ..tracing.surgery import is_slot
 from ..tracing.values import leaves, map_values
 from .backend import EntryHooks, TracingBackend
@@ -167,8 +168,9 @@ class GraphCheck:
 
     @contextlib.contextmanager
     def replayed(self) -> Iterator[None]:
-        # In the caller's grad mode, as the trace ran: code may branch on it.
-        with kept_buffers(self.root), self.state.replayed():
+        # In the caller's grad mode, as the trace ran: code may branch on it. A backend that
+        # does not see Python state change (torch.export restores it) would bake in one value.
+        with kept_attributes(self.root), kept_buffers(self.root), self.state.replayed():
             yield
 
     def eager(self) -> Any:

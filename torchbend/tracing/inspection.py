@@ -45,8 +45,8 @@ def user_inspection(tracer: _Tracer) -> Iterator[None]:
     (``isinstance(mask, torch.Tensor)`` is ``True`` for a traced tensor), as well as on the
     proxy itself (``isinstance(x, torch.fx.Proxy)`` stays ``True``); so do ``torch.is_tensor``
     (by whatever name user code imported it: it is ``isinstance`` called from PyTorch, on
-    behalf of its caller) and ``callable`` (a proxy has ``__call__``, a tensor has not: ``arg() if callable(arg)
-    else arg`` must take the branch eager code takes).
+    behalf of its caller) and ``callable`` (a proxy has ``__call__``, a tensor has not:
+    ``arg() if callable(arg) else arg`` must take the branch eager code takes).
 
     Without this, code testing whether an argument is a tensor takes the other branch, and
     the graph computes something eager code never does. PyTorch's own code keeps seeing
@@ -79,7 +79,7 @@ def user_inspection(tracer: _Tracer) -> Iterator[None]:
         return _is_grad_enabled()
 
     builtins.isinstance = isinstance
-    builtins.callable = callable
+    builtins.callable = callable  # type: ignore[assignment]
     torch.is_grad_enabled = is_grad_enabled
     try:
         yield

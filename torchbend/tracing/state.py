@@ -11,7 +11,7 @@ import torch.fx
 from ..errors import TracingError
 from .attributes import is_plain
 
-__all__ = ["restore_state"]
+__all__ = ["kept_attributes", "restore_state"]
 
 _ABSENT = object()
 
@@ -23,7 +23,8 @@ def restore_state(root: torch.nn.Module) -> Iterator[None]:
     Tracing runs the module once; without this, a call that traces a new graph would update
     batch-norm statistics and draw random numbers twice, unlike an eager call. Traced values
     assigned to module attributes are taken back too (they would leak proxies into the module),
-    and assigning one to a buffer is an error: graphs do not record assignments.
+    and assigning one to a buffer is an error: graphs do not record assignments. So is changing
+    a plain attribute (see :func:`kept_attributes`).
     """
     modules = list(root.named_modules(remove_duplicate=False))
     buffers = [
@@ -32,12 +33,10 @@ def restore_state(root: torch.nn.Module) -> Iterator[None]:
         for name, b in m._buffers.items()
         if b is not None
     ]
-    attributes = [(prefix, m, dict(vars(m))) for prefix, m in modules]
-    changed: list[str] = []
     assigned: list[str] = []
     cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     try:
-        with torch.random.fork_rng(devices=cuda):
+        with kept_attributes(root), torch.random.fork_rng(devices=cuda):
             yield
     finally:
         with torch.no_grad():
@@ -48,6 +47,29 @@ def restore_state(root: torch.nn.Module) -> Iterator[None]:
                 b.copy_(saved)
                 if b.grad_fn is not None:  # an in-place update from parameters left history
                     b.detach_()
+    if assigned:
+        raise TracingError(
+            f"{type(root).__name__} assigns traced values to its buffers {sorted(set(assigned))} "
+            "in forward: graphs do not record assignments, so their calls would not update them. "
+            "Update the buffers in place instead (self.buf.copy_(new), self.buf.add_(x))."
+        )
+
+
+@contextlib.contextmanager
+def kept_attributes(root: torch.nn.Module) -> Iterator[None]:
+    """Put back the plain attributes (numbers, strings, flags...) of ``root``'s modules that a
+    run of the block changed or added, and raise :class:`TracingError` naming them.
+
+    A graph does not record such changes: its calls would not make them, and would keep what
+    the run saw (a call counter, a cached length). Traced values assigned to attributes are
+    taken back silently: they are proxies leaking from a trace.
+    """
+    modules = list(root.named_modules(remove_duplicate=False))
+    attributes = [(prefix, m, dict(vars(m))) for prefix, m in modules]
+    changed: list[str] = []
+    try:
+        yield
+    finally:
         for prefix, m, before in attributes:
             for key, value in list(vars(m).items()):
                 old = before.get(key, _ABSENT)
@@ -67,10 +89,4 @@ def restore_state(root: torch.nn.Module) -> Iterator[None]:
             "change them, and would keep what tracing saw. Keep such state in a buffer updated "
             "in place (self.calls.add_(1)), or make the module a leaf of graphs "
             "(torchbend_leaf = True) so that its code runs at every call."
-        )
-    if assigned:
-        raise TracingError(
-            f"{type(root).__name__} assigns traced values to its buffers {sorted(set(assigned))} "
-            "in forward: graphs do not record assignments, so their calls would not update them. "
-            "Update the buffers in place instead (self.buf.copy_(new), self.buf.add_(x))."
         )
