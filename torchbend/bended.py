@@ -6,6 +6,7 @@ Each job belongs to a part it delegates to (``torchbend/parts/``, see docs/archi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,8 @@ class BendedModule(nn.Module):
         self._weights = weights = WeightBank(weight_holder(module))
         self._bendings = bendings = BendingSet(type(module).__name__, lambda: weights.view)
         self.callbacks = bendings.callbacks
-        backend, view = make_backend(backend, tuple(leaves), module), lambda: weights.view
+        self._backend_named = partial(make_backend, leaves=tuple(leaves), module=module)
+        backend, view = self._backend_named(backend), lambda: weights.view
         table = MethodTable(module, backend, bendings, view, strict, max_graphs, check)
         self._methods, self._board = table, ControlBoard(bendings, weights)
         self._inspector = Inspector(table, weights)
@@ -116,10 +118,22 @@ class BendedModule(nn.Module):
         decisions baked in),
         or ``(graph, outputs)`` with ``return_out=True`` (also spelled ``_return_out``, as in
         the original torchbend notebooks). Bendings already set apply to the new graph too.
+        ``backend="concrete" | "export" | "auto"`` traces this call with another backend than
+        the module's (spelled ``_backend`` when ``fn`` has an argument named ``backend``);
+        :meth:`traced_by` says which one traced.
         """
         return_out = bool(inputs.pop("_return_out", return_out))
-        entry, result = self._methods.trace(fn, inputs)
+        backend = inputs.pop("_backend", None)
+        if backend is None and "backend" not in self._methods.method(fn).signature.names:
+            backend = inputs.pop("backend", None)
+        override = None if backend is None else self._backend_named(backend)
+        entry, result = self._methods.trace(fn, inputs, override)
         return (entry.graph, result.outputs) if return_out else entry.graph
+
+    def traced_by(self, fn: str = "forward") -> str:
+        """The backend that traced the graph ``fn`` runs now (``"concrete"``, ``"export"``,
+        ``"torchscript"``)."""
+        return self._methods.current(fn).backend
 
     @property
     def traced_methods(self) -> list[str]:

@@ -158,3 +158,31 @@ def test_export_backend_graphs_export_to_torchscript_and_pt2_and_guard_scalars()
     assert torch.allclose(scripted(x), bended(x))
     program = tb.export.pt2(bended, x=x)
     assert torch.allclose(program.module()(x=x), bended(x))
+
+
+def test_one_trace_picks_its_backend_and_says_which_traced():
+    model, x = Encoder(), torch.randn(2, 4)
+    bended = tb.BendedModule(model)
+    bended.trace(x=x)
+    assert bended.traced_by() == "concrete"
+    bended.trace(x=x, backend="export")
+    assert bended.traced_by() == "export"
+    assert bended.print_graph().startswith("# forward: traced by the export backend")
+    assert torch.equal(bended(x), model(x))
+
+
+class NamedBackend(nn.Module):
+    """A model whose own argument is called ``backend``."""
+
+    def forward(self, x, backend: str = "fast"):
+        return x * 2 if backend == "fast" else x
+
+
+def test_an_argument_named_backend_is_an_input():
+    bended = tb.BendedModule(NamedBackend())
+    x = torch.ones(2)
+    bended.trace(x=x, backend="slow", _backend="export")
+    assert bended.traced_by() == "export"
+    assert torch.equal(bended(x, backend="slow"), x)
+    with pytest.raises(tb.TracingError, match="backend must be one of"):
+        bended.trace(x=x, _backend="fx")

@@ -68,7 +68,9 @@ class Inspector:
         entry = self.table.current(fn)
         assert entry.gm is not None
         bent = [n.args[0].name for n in entry.gm.graph.nodes if is_slot(n)]
-        text = str(insert_slots(entry.graph, bent))
+        text = f"# {fn}: traced by the {entry.backend} backend\n" + str(
+            insert_slots(entry.graph, bent)
+        )
         if out is None:
             print(text)
         else:

@@ -175,12 +175,15 @@ class MethodTable:
 
     # -- tracing ---------------------------------------------------------------------------------
 
-    def trace(self, fn: str, inputs: dict[str, Any]) -> tuple[Entry, TracedGraph]:
-        """Trace ``fn`` on ``inputs`` (by name); the new graph becomes ``fn``'s current one."""
+    def trace(
+        self, fn: str, inputs: dict[str, Any], backend: Backend | None = None
+    ) -> tuple[Entry, TracedGraph]:
+        """Trace ``fn`` on ``inputs`` (by name), with ``backend`` rather than the table's if
+        given; the new graph becomes ``fn``'s current one."""
         method = self.method(fn)
         try:
             bound = method.signature.bind((), inputs)
-            entry, result = self._trace_entry(method, bound)
+            entry, result = self._trace_entry(method, bound, backend=backend)
         except Exception:
             if not method.entries:
                 del self._methods[fn]
@@ -207,18 +210,23 @@ class MethodTable:
         return None
 
     def _trace_entry(
-        self, method: Method, inputs: dict[str, Any], keep: bool = True
+        self,
+        method: Method,
+        inputs: dict[str, Any],
+        keep: bool = True,
+        backend: Backend | None = None,
     ) -> tuple[Entry, TracedGraph]:
-        if not isinstance(self.backend, AutoBackend):
-            return self._trace_with(self.backend, method, inputs, keep)
-        backends, failures = self.backend.backends, []
-        for backend in backends:
+        backend = backend or self.backend
+        if not isinstance(backend, AutoBackend):
+            return self._trace_with(backend, method, inputs, keep)
+        backends, failures = backend.backends, []
+        for each in backends:
             try:
-                return self._trace_with(backend, method, inputs, keep)
+                return self._trace_with(each, method, inputs, keep)
             except GuardError:
                 raise
             except Exception as e:
-                failures.append(f"{backend.name} backend: {type(e).__name__}: {e}")
+                failures.append(f"{each.name} backend: {type(e).__name__}: {e}")
         raise TracingError(
             f"{self.owner}.{method.name}: no tracing backend could trace it.\n- "
             + "\n- ".join(failures)
