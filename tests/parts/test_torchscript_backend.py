@@ -36,7 +36,34 @@ def test_a_torchscript_file_traces_bends_and_resets(loaded):
     assert bended.encode(x).shape == (1, 16, 8)  # other methods run through the module
 
 
-def test_only_forward_of_a_torchscript_file_converts(loaded):
+def test_every_method_of_a_torchscript_file_converts(loaded):
+    x = torch.randn(1, 1, 2048, generator=torch.Generator().manual_seed(1))
+    z = loaded.encode(x)
     bended = tb.BendedModule(loaded)
-    with pytest.raises(tb.TracingError, match="only forward of a TorchScript module"):
-        bended.trace("encode", x=torch.zeros(1, 1, 2048))
+    bended.trace("encode", x=x)
+    bended.trace("decode", z=z)
+    assert bended.traced_by("encode") == bended.traced_by("decode") == "torchscript"
+    assert torch.allclose(bended.encode(x), z, atol=1e-5)
+    assert torch.allclose(bended.decode(z), loaded.decode(z), atol=1e-5)
+    decoder = bended.activation_names("decode")
+    keys = bended.bend(tb.Scale(0.0), "decode:" + decoder[len(decoder) // 2] + "$")
+    assert len(keys) == 1
+    assert torch.allclose(bended.encode(x), z, atol=1e-5)  # encode has no such activation
+    assert not torch.allclose(bended.decode(z), loaded.decode(z), atol=1e-3)
+    bended.reset()
+    assert torch.allclose(bended.decode(z), loaded.decode(z), atol=1e-5)
+
+
+class CountsDown(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = 0
+        while bool(x.sum() > 0):  # a loop on tensor values: torch's converter refuses it
+            x = x - 1
+            n += 1
+        return x * n
+
+
+def test_a_method_torch_cannot_convert_is_a_clear_error():
+    scripted = torch.jit.script(CountsDown())
+    with pytest.raises(tb.TracingError, match="could not convert TorchScript CountsDown.forward"):
+        tb.BendedModule(scripted).trace(x=torch.ones(2))

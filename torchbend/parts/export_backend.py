@@ -11,6 +11,7 @@ again).
 
 from __future__ import annotations
 
+import itertools
 import re
 import warnings
 from functools import partial
@@ -71,11 +72,23 @@ class ExportBackend:
         return call_method(root, method, inputs)
 
 
+_HOLDERS = itertools.count()
+
+
+class _Holder(nn.Module):
+    """Holds a TorchScript module as ``root``: scripted, it gets a ``forward`` calling one of
+    the module's methods, which torch's converter (``forward`` only) can then convert."""
+
+    def __init__(self, root: torch.jit.ScriptModule) -> None:
+        super().__init__()
+        self.root = root
+
+
 class TorchScriptBackend:
     """TorchScript modules (``torch.jit.load``) converted to a torch.export program by torch's
-    converter, then read as :class:`ExportBackend` reads exported programs. Only ``forward``
-    can be converted; the file's other methods still run, unbent, through the module. The
-    check of a new graph runs the file as it is: trace before bending weights."""
+    converter, then read as :class:`ExportBackend` reads exported programs. Any method with
+    tensor or scalar arguments converts (``forward``, ``encode``, ``decode``...); the check of
+    a new graph runs the file as it is: trace before bending weights."""
 
     name = "torchscript"
 
@@ -85,18 +98,16 @@ class TorchScriptBackend:
     def trace(
         self, root: nn.Module, method: str, inputs: dict[str, Any], on_value: ValueHook
     ) -> TracedGraph:
-        root = self.module  # ``root`` holds its weights, bent or not: graphs read them by path
-        owner = f"{root.original_name}.{method}"
-        if method != "forward":
-            raise TracingError(
-                f"only forward of a TorchScript module can be converted to a graph, not {method}"
-            )
+        # ``root`` holds the file's parameters and buffers, bent or not, by path: graphs read
+        # those from it; other tensors the file holds become constants of the graph.
+        owner = f"{self.module.original_name}.{method}"
         from torch._export.converter import TS2EPConverter  # private: see the class docstring
 
         try:
+            holder = _calling(self.module, method)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # "Manually populate ... into state_dict"
-                program = TS2EPConverter(root, tuple(inputs.values())).convert()
+                program = TS2EPConverter(holder, tuple(inputs.values())).convert()
         except Exception as e:
             first = str(e).strip().split("\n")[0][:300]
             raise TracingError(
@@ -110,6 +121,19 @@ class TorchScriptBackend:
 
     def eager(self, root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
         return getattr(self.module, method)(*inputs.values())
+
+
+def _calling(module: torch.jit.ScriptModule, method: str) -> torch.jit.ScriptModule:
+    """A scripted :class:`_Holder` of ``module`` whose ``forward`` calls ``module.<method>``."""
+    arguments = getattr(module, method).schema.arguments[1:]  # the first is self
+    params = ", ".join(f"{a.name}: {a.type.annotation_str}" for a in arguments)
+    names = ", ".join(a.name for a in arguments)
+    # A class of its own per holder: TorchScript shares one compiled type between the
+    # instances of a class, and a type's forward cannot be defined twice.
+    cls = type(f"_Holder{next(_HOLDERS)}", (_Holder,), {})
+    holder = torch.jit.script(cls(module))
+    holder.define(f"def forward(self, {params}):\n    return self.root.{method}({names})\n")
+    return holder
 
 
 def _rebuild(
@@ -193,12 +217,21 @@ def _record(node: torch.fx.Node, value: Any) -> None:
         set_record(
             node,
             NodeRecord(
-                shape=torch.Size(value.shape),
+                shape=torch.Size(_example(d) for d in value.shape),
                 dtype=value.dtype,
                 device=value.device,
                 is_tensor=True,
             ),
         )
+
+
+def _example(size: int | torch.SymInt) -> int:
+    """The size a symbolic dimension had on the example inputs (graphs are guarded by the
+    inputs' whole signature, so it is the size on every call of the graph)."""
+    if isinstance(size, int):
+        return size
+    hint = size.node.hint
+    return int(hint) if hint is not None else int(size)
 
 
 def _has_attribute(root: nn.Module, path: str) -> bool:
