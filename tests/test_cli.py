@@ -77,6 +77,33 @@ def test_inspect_bend_export_check(tmp_path, capsys):
     assert "missing.wav" in capsys.readouterr().err
 
 
+def test_a_torchscript_file_bends_activations_and_weights_as_from_python(tmp_path, capsys):
+    torch.manual_seed(0)
+    path = tmp_path / "tiny_rave.ts"
+    torch.jit.save(torch.jit.script(tb.models.load()), str(path))
+    sound = tmp_path / "in.wav"
+    tb.audio.save(sound, torch.randn(1, 6000) * 0.1, 44100)
+    assert main(["inspect", str(path), "--input", "1x1x2048"]) == 0
+    assert "encoder_11" in capsys.readouterr().out  # activations of the converted graph
+    bends = ["Scale(0.0)@encoder_11$", "Scale(0.5)@decoder.0.weight"]
+    out = tmp_path / "out.wav"
+    args = ["bend", str(path), str(sound), str(out), "--quiet"]
+    assert main([*args, *(a for b in bends for a in ("--bend", b))]) == 0
+    assert "2 target(s)" in capsys.readouterr().err
+
+    bended = tb.BendedModule(torch.jit.load(str(path)))
+    audio, rate = tb.audio.load(sound)
+    bended.trace(x=audio[None, :, :4096])
+    for spec in bends:
+        bended.bend(*parse_bend(spec))
+    expected = tb.audio.Stream(bended, block_size=8192, sample_rate=rate).process(audio)
+    got, _ = tb.audio.load(out)
+    assert got.shape == expected.shape == (1, 6000)
+    assert torch.allclose(got, expected.clamp(-1, 1), atol=1e-4)
+    unbent = tb.audio.Stream(tb.BendedModule(torch.jit.load(str(path))), block_size=8192)
+    assert not torch.allclose(got, unbent.process(audio).clamp(-1, 1), atol=1e-2)
+
+
 @pytest.mark.slow
 def test_demo_renders_files_and_picture(tmp_path):
     from torchbend.demo import run_demo

@@ -21,8 +21,8 @@ from .errors import TorchbendError
 __all__ = ["load_model", "main", "parse_bend"]
 
 MODEL_FORMS = (
-    "a shipped model name (see torchbend.models), a TorchScript file (.ts/.pt, weight bending "
-    "only), a Python reference module:factory, or module:factory with --checkpoint FILE"
+    "a shipped model name (see torchbend.models), a TorchScript file (.ts/.pt), a Python "
+    " reference module:factory, or module:factory with --checkpoint FILE"
 )
 
 
@@ -88,41 +88,17 @@ def parse_bend(spec: str) -> tuple[BendingCallback, str]:
         raise TorchbendError(f"--bend {spec!r}: {e}") from None
 
 
-def _bended(args: argparse.Namespace) -> BendedModule | nn.Module:
-    model = load_model(args.model, getattr(args, "checkpoint", None))
-    if isinstance(model, torch.jit.ScriptModule):
-        return model
-    return BendedModule(model)
+def _bended(args: argparse.Namespace) -> BendedModule:
+    return BendedModule(load_model(args.model, getattr(args, "checkpoint", None)))
 
 
-def _apply_bendings(bended: Any, args: argparse.Namespace) -> list[str]:
+def _apply_bendings(bended: BendedModule, args: argparse.Namespace) -> list[str]:
     keys: list[str] = []
-    if isinstance(bended, torch.jit.ScriptModule):
-        return _bend_scripted(bended, args)
     if getattr(args, "config", None):
         keys += bended.bend(BendingConfig.load(args.config))
     for spec in getattr(args, "bend", None) or []:
         cb, pattern = parse_bend(spec)
         keys += bended.bend(cb, pattern)
-    return keys
-
-
-def _bend_scripted(module: torch.jit.ScriptModule, args: argparse.Namespace) -> list[str]:
-    """Weight bending of a TorchScript file: its parameters are bent in place (the file on
-    disk is untouched; activations of a scripted graph cannot be reached)."""
-    import re
-
-    specs = [parse_bend(s) for s in getattr(args, "bend", None) or []]
-    if getattr(args, "config", None):
-        specs += [(i.callback, p) for i in BendingConfig.load(args.config) for p in i.patterns]
-    keys = []
-    with torch.no_grad():
-        for cb, pattern in specs:
-            for name, p in module.named_parameters():
-                if re.match(pattern, name):
-                    cb.register(name, p.shape, p.dtype, p.device)
-                    p.copy_(cb.bend_weight(p.detach().clone(), name))
-                    keys.append(name)
     return keys
 
 
@@ -149,10 +125,6 @@ def _trace(bended: BendedModule, fn: str, x: torch.Tensor) -> None:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     model = _bended(args)
-    if not isinstance(model, BendedModule):
-        for name, p in model.named_parameters():
-            print(f"{name}\t{list(p.shape)}")
-        return 0
     model.print_weights()
     _trace(model, args.fn, next(iter(_example(args, model).values())))
     print()
@@ -165,12 +137,11 @@ def cmd_bend(args: argparse.Namespace) -> int:
     from .audio.stream import Stream
 
     model = _bended(args)
-    inner = model.module if isinstance(model, BendedModule) else model
+    inner = model.module
     sample_rate = int(getattr(inner, "sample_rate", 44100))
     audio, sr = load(args.input, sample_rate=sample_rate, mono=True)
-    if isinstance(model, BendedModule):
-        ratio = int(getattr(inner, "ratio", 1))
-        _trace(model, args.fn, audio[None, :, : max(ratio, 4096 // ratio * ratio)])
+    ratio = int(getattr(inner, "ratio", 1))
+    _trace(model, args.fn, audio[None, :, : max(ratio, 4096 // ratio * ratio)])
     keys = _apply_bendings(model, args)
     print(f"bent {len(keys)} target(s): {keys}", file=sys.stderr)
     stream = Stream(model, method=args.fn, block_size=args.block_size, sample_rate=sr)
@@ -193,8 +164,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     from . import export
 
     model = _bended(args)
-    if not isinstance(model, BendedModule):
-        raise TorchbendError("export takes a model that can be traced, not a TorchScript file")
+    if isinstance(model.module, torch.jit.ScriptModule):
+        raise TorchbendError(
+            "export takes a Python model (a shipped name or module:factory), not a TorchScript "
+            "file: bend a TorchScript file with `torchbend bend`, or from Python"
+        )
     x = next(iter(_example(args, model).values()))
     _trace(model, args.fn, x)
     keys = _apply_bendings(model, args)

@@ -31,6 +31,11 @@ def test_a_torchscript_file_traces_bends_and_resets(loaded):
     assert keys == [f"forward:{names[len(names) // 2]}"]
     assert not torch.allclose(bended(x), expected, atol=1e-3)
     assert torch.equal(loaded(x), expected)  # the file's own module is untouched
+    z = loaded.encode(x)
+    assert not torch.allclose(bended.decode(z), loaded.decode(z), atol=1e-3)  # untraced, bent
+    longer = torch.randn(1, 1, 4096, generator=torch.Generator().manual_seed(2))
+    assert bended(longer).shape == (1, 1, 4096)  # a new graph, checked on the bent weights
+    assert torch.equal(loaded(x), expected)
     bended.reset()
     assert torch.equal(bended(x), bended(x)) and torch.allclose(bended(x), expected, atol=1e-5)
     assert bended.encode(x).shape == (1, 16, 8)  # other methods run through the module

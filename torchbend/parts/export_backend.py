@@ -88,7 +88,7 @@ class TorchScriptBackend:
     """TorchScript modules (``torch.jit.load``) converted to a torch.export program by torch's
     converter, then read as :class:`ExportBackend` reads exported programs. Any method with
     tensor or scalar arguments converts (``forward``, ``encode``, ``decode``...); the check of
-    a new graph runs the file as it is: trace before bending weights."""
+    a new graph runs the file's method on the weights as they are bent."""
 
     name = "torchscript"
 
@@ -120,7 +120,26 @@ class TorchScriptBackend:
         return TracedGraph(graph, constants, [], facts)
 
     def eager(self, root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
-        return getattr(self.module, method)(*inputs.values())
+        return self.call(root, method, tuple(inputs.values()), {})
+
+    def call(
+        self, root: nn.Module, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """The file's method, run on the weights of ``root`` (bent ones written into the
+        file's module for the call, then put back)."""
+        swapped = []
+        for name, p in self.module.named_parameters():
+            current = _fetch(root, name)
+            if current is not p:
+                swapped.append((p, p.detach().clone()))
+                with torch.no_grad():
+                    p.copy_(current)
+        try:
+            return getattr(self.module, method)(*args, **kwargs)
+        finally:
+            with torch.no_grad():
+                for p, saved in swapped:
+                    p.copy_(saved)
 
 
 def _calling(module: torch.jit.ScriptModule, method: str) -> torch.jit.ScriptModule:
@@ -197,10 +216,14 @@ def _strip_root(path: str) -> str:
 
 def _name(node: torch.fx.Node, uses: dict[str, int]) -> str:
     """``layers_0`` for the first operation run by module ``layers.0``, then
-    ``layers_0_<op>``; operations outside any module keep torch.export's names."""
+    ``layers_0_<op>``; operations outside any module keep torch.export's names. Where the module
+    stack does not say (converted TorchScript), the module is that of the weights it reads."""
     stack = node.meta.get("nn_module_stack") or {}
     paths = [_strip_root(str(path)) for path, _ in stack.values()]
     path = next((p for p in reversed(paths) if p), "")
+    if not path:
+        read = [str(a.target) for a in node.all_input_nodes if a.op == "get_attr"]
+        path = next((_strip_root(t).rpartition(".")[0] for t in read if "." in t), "")
     if not path:
         return node.name
     base = re.sub(r"\W", "_", path)

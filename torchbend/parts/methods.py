@@ -296,6 +296,8 @@ class MethodTable:
         method = self._methods.get(fn)
         if method is None:
             root = self.root()
+            if isinstance(self.backend, TorchScriptBackend):
+                return self.backend.call(root, fn, tuple(args), kwargs)
             return getattr(root if hasattr(root, fn) else self.module, fn)(*args, **kwargs)
         inputs = method.signature.bind(args, kwargs)
         training = self.module.training
