@@ -70,5 +70,5 @@ class CountsDown(torch.nn.Module):
 
 def test_a_method_torch_cannot_convert_is_a_clear_error():
     scripted = torch.jit.script(CountsDown())
-    with pytest.raises(tb.TracingError, match="could not convert TorchScript CountsDown.forward"):
+    with pytest.raises(tb.TracingError, match=r"could not convert TorchScript CountsDown\.forward"):
         tb.BendedModule(scripted).trace(x=torch.ones(2))
