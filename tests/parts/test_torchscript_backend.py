@@ -3,6 +3,8 @@ torch's TorchScript-to-export converter."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -72,3 +74,28 @@ def test_a_method_torch_cannot_convert_is_a_clear_error():
     scripted = torch.jit.script(CountsDown())
     with pytest.raises(tb.TracingError, match=r"could not convert TorchScript CountsDown\.forward"):
         tb.BendedModule(scripted).trace(x=torch.ones(2))
+
+
+def test_a_bent_nntilde_file_is_written_back_for_nntilde(tmp_path):
+    torch.manual_seed(0)
+    source = tb.BendedModule(tb.models.load())
+    x = torch.randn(1, 1, 2048, generator=torch.Generator().manual_seed(3))
+    source.trace(x=x)
+    tb.export.nntilde(source, tmp_path / "model.ts")
+    loaded = torch.jit.load(str(tmp_path / "model.ts"))
+    bended = tb.BendedModule(loaded)
+    bended.trace(x=x)
+    name = next(n for n in bended.weight_names if n.endswith("decoder_0.weight"))
+    bended.bend(tb.Scale(0.5), re.escape(name) + "$")
+    report = tb.export.nntilde(bended, tmp_path / "bent.ts")
+    assert "forward" in str(report)
+    bent = torch.jit.load(str(tmp_path / "bent.ts"))
+    assert torch.allclose(bent(x), bended(x), atol=1e-5)
+    assert not torch.allclose(bent(x), loaded(x), atol=1e-3)
+    assert torch.equal(bent.forward_params, loaded.forward_params)
+    assert bent.get_methods() == loaded.get_methods()
+
+    bended.bend(tb.Scale(0.0), bended.activation_names()[5] + "$")
+    with pytest.raises(tb.ExportError, match="activation bendings"):
+        tb.export.nntilde(bended, tmp_path / "again.ts")
+    assert not (tmp_path / "again.ts").exists()

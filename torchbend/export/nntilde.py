@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,6 +83,8 @@ def nntilde(
             is not a power of two, a graph that depends on the input's length, an unscriptable
             callback, or any failure of the checks, naming the method, expected and got.
     """
+    if isinstance(bended.module, torch.jit.ScriptModule):
+        return _rewrite_scripted(bended.view(), Path(path))
     plan = ExportPlan(bended, list(methods))
     inner_ratio = getattr(bended.module, "ratio", 1)
     least = int(min_buffer_size or (inner_ratio if isinstance(inner_ratio, int) else 1))
@@ -114,6 +117,31 @@ def nntilde(
     scripted = script(plan, container, getters="tuple", extra=extra)
     path = Path(path)
     save(scripted, path)
+    try:
+        return check_nntilde(path)
+    except ExportError:
+        path.unlink(missing_ok=True)
+        raise
+
+
+def _rewrite_scripted(view: BendedView, path: Path) -> NNTildeReport:
+    """The TorchScript file ``view`` wraps, written to ``path`` with its weights bent."""
+    activations = [k for b in view.bendings for k in b.keys() if ":" in k]
+    if activations:
+        raise ExportError(
+            f"activation bendings {activations} of a TorchScript file cannot be written into an "
+            "nn~ file: its graphs hold the one input shape they were converted for, and nn~ "
+            "calls it with many. Weight bendings can; or bend the model's Python code."
+        )
+    buffer = io.BytesIO()
+    torch.jit.save(view.module, buffer)
+    buffer.seek(0)
+    copy = torch.jit.load(buffer)
+    bent = dict(view.weights_view.named_parameters())
+    with torch.no_grad():
+        for name, p in copy.named_parameters():
+            p.copy_(bent[name])
+    save(copy, path)
     try:
         return check_nntilde(path)
     except ExportError:
