@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -236,6 +237,21 @@ class LibraryIdioms(nn.Module):
 def test_library_idioms():
     x = torch.randn(2, 3)
     check_calls(LibraryIdioms, {"x": x}, {"x": x, "context": torch.ones(2, 3)})
+
+
+class ChecksAndNumPy(nn.Module):
+    """transformers' VITS: ``torch._check_tensor_all`` on traced values, NumPy scalars."""
+
+    def forward(self, x):
+        torch._check_tensor_all(x > 0, lambda: "x must be positive")
+        torch._check(bool((x < 10).all()))
+        return x * np.prod([2, 3]) + np.float64(0.5)
+
+
+def test_checks_on_traced_values_and_numpy_scalars():
+    check_calls(
+        ChecksAndNumPy, {"x": torch.rand(3) + 1}, {"x": -torch.ones(3)}, {"x": torch.ones(3) * 20}
+    )
 
 
 class Configured(nn.Module):

@@ -237,10 +237,12 @@ def _name(node: torch.fx.Node, uses: dict[str, int]) -> str:
 
 def _record(node: torch.fx.Node, value: Any) -> None:
     if isinstance(value, torch.Tensor):
+        sizes = [_example(d) for d in value.shape]
         set_record(
             node,
             NodeRecord(
-                shape=torch.Size(_example(d) for d in value.shape),
+                # A size known only at run time (after ``nonzero``): the shape is unknown.
+                shape=None if None in sizes else torch.Size(sizes),  # type: ignore[arg-type]
                 dtype=value.dtype,
                 device=value.device,
                 is_tensor=True,
@@ -248,13 +250,14 @@ def _record(node: torch.fx.Node, value: Any) -> None:
         )
 
 
-def _example(size: int | torch.SymInt) -> int:
+def _example(size: int | torch.SymInt) -> int | None:
     """The size a symbolic dimension had on the example inputs (graphs are guarded by the
-    inputs' whole signature, so it is the size on every call of the graph)."""
+    inputs' whole signature, so it is the size on every call of the graph), or ``None`` for a
+    size that depends on data."""
     if isinstance(size, int):
         return size
     hint = size.node.hint
-    return int(hint) if hint is not None else int(size)
+    return int(hint) if hint is not None else None
 
 
 def _has_attribute(root: nn.Module, path: str) -> bool:

@@ -23,7 +23,11 @@ USER_CODE_SKIPS = (
 _isinstance = builtins.isinstance
 _callable = builtins.callable
 _IS_TENSOR = torch.is_tensor.__code__
+_AS_USER = frozenset({torch._check_tensor_all_with.__code__})
+"""PyTorch functions that check a traced tensor for user code (``torch._check_tensor_all``):
+they see it as a tensor, so that the check they make becomes a decision of the graph."""
 _is_grad_enabled = torch.is_grad_enabled
+_check_with = torch._check_with
 
 
 class _Tracer(Protocol):
@@ -64,7 +68,7 @@ def user_inspection(tracer: _Tracer) -> Iterator[None]:
         caller = sys._getframe(1)
         if caller.f_code is _IS_TENSOR and caller.f_back is not None:
             caller = caller.f_back
-        if not is_user_file(caller.f_code.co_filename):
+        if caller.f_code not in _AS_USER and not is_user_file(caller.f_code.co_filename):
             return _isinstance(obj, cls)
         return _isinstance(obj, cls) or _isinstance(tracer.value_of(obj), cls)
 
@@ -78,12 +82,19 @@ def user_inspection(tracer: _Tracer) -> Iterator[None]:
             tracer.grad_mode_read = True
         return _is_grad_enabled()
 
+    def check_with(error_type: Any, cond: Any, message: Any) -> None:
+        if _isinstance(cond, torch.fx.Proxy):  # ``torch._check(x.all().item())``
+            cond = bool(cond)  # a decision of the graph, checked at every call
+        _check_with(error_type, cond, message)
+
     builtins.isinstance = isinstance
+    torch._check_with = check_with
     builtins.callable = callable  # type: ignore[assignment]
     torch.is_grad_enabled = is_grad_enabled
     try:
         yield
     finally:
         builtins.isinstance = _isinstance
+        torch._check_with = _check_with
         builtins.callable = _callable
         torch.is_grad_enabled = _is_grad_enabled

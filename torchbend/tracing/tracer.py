@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import linecache
 import math
+import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
 
@@ -150,6 +151,8 @@ class BendingTracer(RootCallTracer):
             items, attributes = fields
             args = (class_key(type(a)), items, attributes)
             return self.create_proxy("call_function", rebuild_object, args, {}).node
+        if type(a).__module__ == "numpy" and isinstance(a, numbers.Number):
+            a = a.item()  # type: ignore[attr-defined]  # a NumPy scalar (np.prod of a config)
         try:
             return super().create_arg(a)
         except NotImplementedError:
