@@ -101,3 +101,18 @@ def test_lambda_modules_with_nested_keys():
     assert torch.allclose(out["some", "output"], td["some", "key"])
     bended.bend(tb.Scale(2.0), "add$")
     assert torch.allclose(bended(td.clone())["some", "output"], 2 * (td["some", "key"] + 1) - 1)
+
+
+def test_a_sequence_called_by_its_in_keys_as_tensordict_dispatches():
+    """``module(x=tensor)``, as tensordict allows (and the export tutorial uses)."""
+    torch.manual_seed(0)
+    seq = Seq(Mod(nn.Linear(3, 4), ["x"], ["h"]), Mod(nn.ReLU(), ["h"], ["y"]))
+    x = torch.randn(2, 3)
+    bended = tb.BendedModule(seq)
+    bended.trace(x=x)
+    h, y = bended(x=x)
+    expected_h, expected_y = seq(x=x)
+    assert torch.equal(h, expected_h) and torch.equal(y, expected_y)
+    bended.bend(tb.Scale(0.0), "module_0_module$")
+    assert torch.equal(bended(x=x)[1], torch.zeros(2, 4))
+    assert torch.equal(seq(x=x)[1], expected_y)  # the module itself is untouched

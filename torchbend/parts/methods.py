@@ -22,7 +22,7 @@ from ..errors import GuardError, TracingError, did_you_mean
 from ..rewriting import install_view
 from ..tracing import DecisionChanged, FlowStep, TracedGraph
 from ..tracing.facts import describe_fact
-from ..tracing.tensordict import TensorDictProgram, is_tensordict_module
+from ..tracing.tensordict import TensorDictProgram, is_tensordict_module, keyword_call
 from .backend import AutoBackend, Backend, ConcreteBackend, EntryHooks, TracingBackend
 from .check import RandomState, check_trace
 from .dispatch import Entry, Method, Signature
@@ -180,9 +180,10 @@ class MethodTable:
     ) -> tuple[Entry, TracedGraph]:
         """Trace ``fn`` on ``inputs`` (by name), with ``backend`` rather than the table's if
         given; the new graph becomes ``fn``'s current one."""
+        by_keys = keyword_call(self.module, inputs) if fn == "forward" else None
         method = self.method(fn)
         try:
-            bound = method.signature.bind((), inputs)
+            bound = method.signature.bind((), by_keys[0] if by_keys else inputs)
             entry, result = self._trace_entry(method, bound, backend=backend)
         except Exception:
             if not method.entries:
@@ -299,6 +300,9 @@ class MethodTable:
             if isinstance(self.backend, TorchScriptBackend):
                 return self.backend.call(root, fn, tuple(args), kwargs)
             return getattr(root if hasattr(root, fn) else self.module, fn)(*args, **kwargs)
+        by_keys = keyword_call(self.module, kwargs) if fn == "forward" and not args else None
+        if by_keys is not None:
+            return by_keys[1](self.call(fn, (), by_keys[0]))
         inputs = method.signature.bind(args, kwargs)
         training = self.module.training
         changed: tuple[Entry, DecisionChanged] | None = None

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from torch import nn
 
-__all__ = ["TensorDictProgram", "is_tensordict", "is_tensordict_module"]
+__all__ = ["TensorDictProgram", "is_tensordict", "is_tensordict_module", "keyword_call"]
 
 
 def is_tensordict(value: Any) -> bool:
@@ -24,6 +25,30 @@ def is_tensordict_module(module: nn.Module) -> bool:
         c.__name__ == "TensorDictModuleBase" and c.__module__.startswith("tensordict")
         for c in type(module).__mro__
     )
+
+
+def keyword_call(
+    module: nn.Module, kwargs: dict[str, Any]
+) -> tuple[dict[str, Any], Callable[[Any], Any]] | None:
+    """A call of a tensordict module by its in_keys (``module(x=tensor)``, nested keys joined
+    by ``_``), as tensordict's dispatch takes it: ``({"tensordict": td}, unpack)``, where
+    ``unpack`` turns the TensorDict out into the out_keys' values (one value, or a tuple).
+    ``None`` for any other call."""
+    if not kwargs or "tensordict" in kwargs or not is_tensordict_module(module):
+        return None
+    keys = {"_".join((k,) if isinstance(k, str) else k): k for k in module.in_keys}
+    if not set(kwargs) <= set(keys):
+        return None
+    from tensordict import TensorDict
+
+    td = TensorDict({keys[name]: value for name, value in kwargs.items()}, batch_size=[])
+    dest = [k for k in module.out_keys if k != "_"]
+
+    def unpack(out: Any) -> Any:
+        values = tuple(out[k] for k in dest)
+        return values[0] if len(values) == 1 else values
+
+    return {"tensordict": td}, unpack
 
 
 def _steps(module: Any) -> list[Any]:
