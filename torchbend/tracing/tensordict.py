@@ -28,13 +28,13 @@ def is_tensordict_module(module: nn.Module) -> bool:
 
 
 def keyword_call(
-    module: nn.Module, kwargs: dict[str, Any]
+    module: Any, kwargs: dict[str, Any]
 ) -> tuple[dict[str, Any], Callable[[Any], Any]] | None:
     """A call of a tensordict module by its in_keys (``module(x=tensor)``, nested keys joined
     by ``_``), as tensordict's dispatch takes it: ``({"tensordict": td}, unpack)``, where
     ``unpack`` turns the TensorDict out into the out_keys' values (one value, or a tuple).
     ``None`` for any other call."""
-    if not kwargs or "tensordict" in kwargs or not is_tensordict_module(module):
+    if not kwargs or "tensordict" in kwargs or not is_tensordict_module(module):  # a module
         return None
     keys = {"_".join((k,) if isinstance(k, str) else k): k for k in module.in_keys}
     if not set(kwargs) <= set(keys):
