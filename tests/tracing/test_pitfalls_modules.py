@@ -51,6 +51,21 @@ def test_item_used_for_shapes():
     check_calls(ItemShape, {"x": x, "n": torch.tensor(2)}, {"x": x, "n": torch.tensor(4)})
 
 
+class Route(nn.Module):
+    """Mixture-of-experts routing (mambapy's Jamba): a branch on how many items
+    ``torch.where`` selected."""
+
+    def forward(self, x):
+        (idx,) = torch.where(x > 0)
+        if idx.shape[0] == 0:
+            return x
+        return x.index_add(0, idx, x[idx])
+
+
+def test_branch_on_the_size_of_a_selection():
+    check_calls(Route, {"x": -torch.ones(4)}, {"x": torch.tensor([1.0, -1.0, 2.0, -2.0])})
+
+
 class InplaceOnInput(nn.Module):
     def forward(self, x):
         x.mul_(2)

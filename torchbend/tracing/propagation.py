@@ -105,10 +105,12 @@ def record_call(
             and v.dtype == torch.bool
         ):
             shape_deps = None  # a boolean mask selects as many elements as it holds True
-    if (kind == "call_function" and target in DATA_SHAPED_FUNCTIONS) or (
-        kind == "call_method" and target in DATA_SHAPED_METHODS
+    if (
+        (kind == "call_function" and target in DATA_SHAPED_FUNCTIONS)
+        or (kind == "call_method" and target in DATA_SHAPED_METHODS)
+        or (kind == "call_function" and target is torch.where and len(args) == 1)
     ):
-        shape_deps = None
+        shape_deps = None  # ``torch.where(mask)`` is ``nonzero(mask, as_tuple=True)``
     set_record(
         node,
         NodeRecord(static=static, deps=deps if static else frozenset(), shape_deps=shape_deps),
