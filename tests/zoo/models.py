@@ -36,10 +36,13 @@ class ZooModel:
     bend: str = ""
     """The activation the test zeroes; by default the one nearest the middle of the graph
     whose zeroing changes the output (near a quantizer, the output may not change)."""
+    module: str = ""
+    """The name it is imported by, where it is not the library's with ``_`` for ``-``."""
 
     @property
     def available(self) -> bool:
-        return importlib.util.find_spec(self.library.replace("-", "_")) is not None
+        module = self.module or self.library.replace("-", "_")
+        return importlib.util.find_spec(module) is not None
 
 
 def _ids(*shape: int, vocab: int = 100) -> torch.Tensor:
@@ -52,6 +55,16 @@ def _randn(*shape: int) -> torch.Tensor:
 
 def _eval(module: nn.Module) -> nn.Module:
     return module.eval()
+
+
+def _on_noise(make: Callable[[], nn.Module], argument: str, *shape: int):
+    """Builds ``make()`` (seeded) with Gaussian noise of ``shape`` as its input ``argument``."""
+
+    def build() -> tuple[nn.Module, Inputs]:
+        torch.manual_seed(0)
+        return _eval(make()), {argument: _randn(*shape)}
+
+    return build
 
 
 # -- transformers --------------------------------------------------------------------------------
@@ -691,7 +704,435 @@ QUANTIZERS: list[ZooModel] = [
 ]
 
 
-ALL: list[ZooModel] = [*TRANSFORMERS, *DIFFUSERS, *X_TRANSFORMERS, *QUANTIZERS]
+# -- julius (resampling, FIR filters, band splitting) ---------------------------------------------
+
+
+class _ResampleConv(nn.Module):
+    """A waveform resampled from 24 kHz to 16 kHz (a 3:2 sinc resampler), then a convolution."""
+
+    def __init__(self) -> None:
+        import julius
+
+        super().__init__()
+        self.resample = julius.ResampleFrac(24_000, 16_000, zeros=8)
+        self.conv = nn.Conv1d(1, 8, 5, padding=2)
+
+    def forward(self, wav: torch.Tensor) -> torch.Tensor:
+        return self.conv(self.resample(wav))
+
+
+class _BandMixer(nn.Module):
+    """A waveform split into mel-spaced bands (cascaded low-passes, FFT convolutions), each
+    band weighted by a 1x1 convolution and the bands mixed back to one channel."""
+
+    def __init__(self) -> None:
+        import julius
+
+        super().__init__()
+        self.bands = julius.SplitBands(sample_rate=8_000, n_bands=4, zeros=4)
+        self.gains = nn.Conv1d(4, 8, 1)
+        self.mix = nn.Conv1d(8, 1, 3, padding=1)
+
+    def forward(self, wav: torch.Tensor) -> torch.Tensor:
+        bands = self.bands(wav).transpose(0, 1)  # [bands, batch, time] -> [batch, bands, time]
+        return self.mix(torch.tanh(self.gains(bands)))
+
+
+def _fir_chain() -> nn.Module:
+    import julius
+
+    return nn.Sequential(
+        julius.FFTConv1d(1, 4, 64, stride=2),
+        nn.GELU(),
+        julius.HighPassFilter(0.05, zeros=4),
+    )
+
+
+JULIUS: list[ZooModel] = [
+    ZooModel(
+        "ResampleFrac",
+        "julius",
+        "sinc resampler (24 to 16 kHz) and a convolution",
+        _on_noise(_ResampleConv, "wav", 2, 1, 300),
+    ),
+    ZooModel(
+        "SplitBands",
+        "julius",
+        "band split (mel-spaced low-pass cascade) and a band mixer",
+        _on_noise(_BandMixer, "wav", 2, 256),
+    ),
+    ZooModel(
+        "FFTConv1d",
+        "julius",
+        "FFT convolution (long kernel) and a high-pass FIR",
+        _on_noise(_fir_chain, "input", 2, 1, 256),
+    ),
+]
+
+
+# -- asteroid-filterbanks (source-separation front ends) -----------------------------------------
+
+
+class _Separator(nn.Module):
+    """Asteroid's encoder, masker, decoder: a filterbank encodes the mixture, a masker
+    estimates one mask per source, and the decoder returns each masked source as a waveform."""
+
+    def __init__(self, filterbank: str, n_src: int = 2, magnitude: bool = False, **fb: Any):
+        from asteroid_filterbanks import make_enc_dec
+
+        super().__init__()
+        self.encoder, self.decoder = make_enc_dec(filterbank, **fb)
+        self.magnitude = magnitude
+        self.n_src = n_src
+        features = self.encoder.n_feats_out // 2 if magnitude else self.encoder.n_feats_out
+        self.masker = nn.Sequential(
+            nn.Conv1d(features, 32, 1),
+            nn.PReLU(),
+            nn.Conv1d(32, n_src * features, 1),
+            nn.Sigmoid(),
+        )
+
+    def forward(self, mixture: torch.Tensor) -> torch.Tensor:
+        from asteroid_filterbanks import transforms
+
+        tf = self.encoder(mixture)  # [batch, features, frames]
+        if self.magnitude:
+            masks = self.masker(transforms.mag(tf))
+            masks = masks.view(tf.shape[0], self.n_src, -1, tf.shape[-1])
+            masked = transforms.apply_mag_mask(tf.unsqueeze(1), masks)
+        else:
+            masks = self.masker(tf).view(tf.shape[0], self.n_src, *tf.shape[1:])
+            masked = masks * tf.unsqueeze(1)
+        return self.decoder(masked, length=mixture.shape[-1])
+
+
+class _SincClassifier(nn.Module):
+    """A SincNet front end (band-pass filters with learned cut-offs), log-compressed and pooled
+    into a small classifier."""
+
+    def __init__(self) -> None:
+        from asteroid_filterbanks import Encoder, ParamSincFB
+
+        super().__init__()
+        self.encoder = Encoder(ParamSincFB(16, 33, stride=8, sample_rate=8000.0))
+        self.conv = nn.Conv1d(16, 16, 3, padding=1)
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, wav: torch.Tensor) -> torch.Tensor:
+        features = torch.log1p(self.encoder(wav).abs())
+        return self.head(torch.relu(self.conv(features)).mean(-1))
+
+
+ASTEROID: list[ZooModel] = [
+    ZooModel(
+        "Encoder/Decoder(FreeFB)",
+        "asteroid-filterbanks",
+        "separator: learned filterbank, two masks, decoder",
+        _on_noise(
+            lambda: _Separator("free", n_filters=16, kernel_size=16, stride=8),
+            "mixture",
+            2,
+            1,
+            240,
+        ),
+    ),
+    ZooModel(
+        "Encoder/Decoder(STFTFB)",
+        "asteroid-filterbanks",
+        "separator: STFT, magnitude masks, pseudo-inverse decoder",
+        _on_noise(
+            lambda: _Separator(
+                "stft", magnitude=True, n_filters=32, kernel_size=32, stride=8, who_is_pinv="dec"
+            ),
+            "mixture",
+            2,
+            1,
+            240,
+        ),
+    ),
+    ZooModel(
+        "Encoder(ParamSincFB)",
+        "asteroid-filterbanks",
+        "SincNet front end (learned band-pass cut-offs) and a classifier",
+        _on_noise(_SincClassifier, "wav", 2, 1, 240),
+    ),
+]
+
+
+# -- mambapy (pure-PyTorch Mamba) ----------------------------------------------------------------
+
+
+def _mamba(pscan: bool = True, **kwargs: Any):
+    def build() -> tuple[nn.Module, Inputs]:
+        from mambapy.mamba import Mamba, MambaConfig
+
+        torch.manual_seed(0)
+        config = MambaConfig(d_model=16, n_layers=2, d_state=8, pscan=pscan, **kwargs)
+        return _eval(Mamba(config)), {"x": _randn(2, 12, 16)}
+
+    return build
+
+
+def _jamba() -> tuple[nn.Module, Inputs]:
+    # Its mixture of experts skips an expert that no token chose (`if top_x.shape[0] == 0`):
+    # the concrete graph keeps the experts chosen on the traced inputs, so it is right on
+    # these inputs but not on inputs routed to an expert skipped here (reported to the
+    # tracer); export fails on that data-dependent branch.
+    from mambapy.jamba import JambaLM, JambaLMConfig
+
+    torch.manual_seed(0)
+    config = JambaLMConfig(
+        d_model=16,
+        n_layers=2,
+        mlp_size=32,
+        d_state=8,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_experts=4,
+        num_experts_per_tok=2,
+        attn_layer_offset=1,
+        attn_layer_period=2,
+        expert_layer_offset=0,
+        expert_layer_period=2,
+        vocab_size=100,
+    )
+    return _eval(JambaLM(config)), {"tokens": _ids(2, 9)}
+
+
+MAMBAPY: list[ZooModel] = [
+    ZooModel("Mamba", "mambapy", "state-space model (parallel scan)", _mamba()),
+    ZooModel(
+        "Mamba(sequential, inner norms)",
+        "mambapy",
+        "state-space model (sequential scan, Jamba-style inner RMSNorms)",
+        _mamba(pscan=False, inner_layernorms=True),
+    ),
+    ZooModel("JambaLM", "mambapy", "hybrid Mamba / attention LM (mixture of experts)", _jamba),
+]
+
+
+# -- nnAudio (spectrogram layers) ----------------------------------------------------------------
+
+
+class _Spectrogram(nn.Module):
+    """A spectrogram layer (log-compressed) and a small convolutional tagger over it."""
+
+    def __init__(self, kind: str, bins: int, **kwargs: Any):
+        from nnAudio import features
+
+        super().__init__()
+        self.spectrogram = getattr(features, kind)(verbose=False, **kwargs)
+        self.conv = nn.Conv1d(bins, 16, 3, padding=1)
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, wav: torch.Tensor) -> torch.Tensor:
+        spec = torch.log(self.spectrogram(wav) + 1e-5)  # [batch, bins, frames]
+        return self.head(torch.relu(self.conv(spec)).mean(-1))
+
+
+class _STFTMask(nn.Module):
+    """A complex STFT (trainable Fourier kernels), a magnitude mask and the inverse STFT."""
+
+    def __init__(self) -> None:
+        from nnAudio import features
+
+        super().__init__()
+        self.stft = features.STFT(
+            n_fft=64, hop_length=16, iSTFT=True, trainable=True, verbose=False
+        )
+        self.mask = nn.Sequential(nn.Conv1d(33, 33, 3, padding=1), nn.Sigmoid())
+
+    def forward(self, wav: torch.Tensor) -> torch.Tensor:
+        spec = self.stft(wav)  # [batch, bins, frames, (real, imaginary)]
+        magnitude = spec.pow(2).sum(-1).sqrt()
+        masked = spec * self.mask(magnitude).unsqueeze(-1)
+        return self.stft.inverse(masked, length=wav.shape[-1])
+
+
+NNAUDIO: list[ZooModel] = [
+    ZooModel(
+        "MelSpectrogram",
+        "nnAudio",
+        "trainable mel spectrogram and a tagger",
+        _on_noise(
+            lambda: _Spectrogram(
+                "MelSpectrogram",
+                16,
+                sr=8000,
+                n_fft=128,
+                hop_length=32,
+                n_mels=16,
+                trainable_mel=True,
+                trainable_STFT=True,
+            ),
+            "wav",
+            2,
+            512,
+        ),
+        module="nnAudio",
+    ),
+    ZooModel(
+        "CQT1992v2",
+        "nnAudio",
+        "constant-Q transform and a tagger",
+        _on_noise(
+            lambda: _Spectrogram(
+                "CQT1992v2", 12, sr=8000, hop_length=32, fmin=200, n_bins=12, bins_per_octave=6
+            ),
+            "wav",
+            2,
+            512,
+        ),
+        module="nnAudio",
+    ),
+    ZooModel(
+        "STFT/iSTFT",
+        "nnAudio",
+        "complex STFT, magnitude mask, inverse STFT",
+        _on_noise(_STFTMask, "wav", 2, 512),
+        module="nnAudio",
+    ),
+]
+
+
+# -- einops layers (Rearrange, Reduce, EinMix) ---------------------------------------------------
+
+
+def _patch_tagger() -> tuple[nn.Module, Inputs]:
+    from einops.layers.torch import Rearrange, Reduce
+
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        Rearrange("b c (f pf) (t pt) -> b (f t) (pf pt c)", pf=4, pt=4),
+        nn.Linear(16, 32),
+        nn.GELU(),
+        nn.Linear(32, 32),
+        Reduce("b n d -> b d", "mean"),
+        nn.Linear(32, 5),
+    )
+    return _eval(model), {"input": _randn(2, 1, 16, 16)}
+
+
+def _mixer() -> tuple[nn.Module, Inputs]:
+    from einops.layers.torch import EinMix, Rearrange
+
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        Rearrange("b f t -> b t f"),
+        nn.LayerNorm(16),
+        EinMix("b t f -> b t h", weight_shape="f h", bias_shape="h", f=16, h=32),
+        nn.GELU(),
+        EinMix("b t h -> b u h", weight_shape="t u", bias_shape="u", t=12, u=12),
+        EinMix("b t h -> b t f", weight_shape="h f", f=16, h=32),
+        Rearrange("b t f -> b f t"),
+    )
+    return _eval(model), {"input": _randn(2, 16, 12)}
+
+
+EINOPS: list[ZooModel] = [
+    ZooModel(
+        "Rearrange/Reduce",
+        "einops",
+        "spectrogram patches (Rearrange), mean pooling (Reduce)",
+        _patch_tagger,
+    ),
+    ZooModel("EinMix", "einops", "MLP-Mixer over (frequency, time) with EinMix", _mixer),
+]
+
+
+# -- rotary-embedding-torch and local-attention (lucidrains attention utilities) ------------------
+
+
+class _RotaryAttention(nn.Module):
+    """A causal self-attention block whose queries and keys are rotated by
+    ``rotary_embedding_torch.RotaryEmbedding`` (optionally with xPos scaling)."""
+
+    def __init__(self, dim: int = 32, heads: int = 4, xpos: bool = False):
+        from rotary_embedding_torch import RotaryEmbedding
+
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.rotary = RotaryEmbedding(dim=dim // heads, use_xpos=xpos)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, n, d = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        if self.rotary.use_xpos:
+            q, k = self.rotary.rotate_queries_and_keys(q, k)
+        else:
+            q, k = self.rotary.rotate_queries_or_keys(q), self.rotary.rotate_queries_or_keys(k)
+        out = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out(out.transpose(1, 2).reshape(b, n, d))
+
+
+def _local_mha() -> tuple[nn.Module, Inputs]:
+    from local_attention import LocalMHA
+
+    torch.manual_seed(0)
+    model = LocalMHA(dim=32, window_size=4, dim_head=8, heads=4, causal=True, prenorm=True)
+    return _eval(model), {"x": _randn(2, 12, 32)}
+
+
+def _local_transformer() -> tuple[nn.Module, Inputs]:
+    from local_attention import LocalTransformer
+
+    torch.manual_seed(0)
+    model = LocalTransformer(
+        num_tokens=100,
+        max_seq_len=32,
+        dim=32,
+        depth=2,
+        local_attn_window_size=4,
+        dim_head=8,
+        heads=4,
+        ff_mult=2,
+        num_residual_streams=1,
+    )
+    return _eval(model), {"x": _ids(2, 12)}
+
+
+ATTENTION: list[ZooModel] = [
+    ZooModel(
+        "RotaryEmbedding",
+        "rotary-embedding-torch",
+        "causal self-attention with rotary queries and keys",
+        _on_noise(_RotaryAttention, "x", 2, 9, 32),
+    ),
+    ZooModel(
+        "RotaryEmbedding(xpos)",
+        "rotary-embedding-torch",
+        "causal self-attention with length-extrapolating xPos rotary",
+        _on_noise(lambda: _RotaryAttention(xpos=True), "x", 2, 9, 32),
+    ),
+    ZooModel(
+        "LocalMHA",
+        "local-attention",
+        "windowed causal multi-head attention (rotary)",
+        _local_mha,
+    ),
+    ZooModel(
+        "LocalTransformer",
+        "local-attention",
+        "local-attention language model",
+        _local_transformer,
+    ),
+]
+
+
+ALL: list[ZooModel] = [
+    *TRANSFORMERS,
+    *DIFFUSERS,
+    *X_TRANSFORMERS,
+    *QUANTIZERS,
+    *JULIUS,
+    *ASTEROID,
+    *MAMBAPY,
+    *NNAUDIO,
+    *EINOPS,
+    *ATTENTION,
+]
 
 KNOWN_FAILING: dict[str, str] = {}
 """Names of ``ALL`` that fail on both backends, with the first line of each backend's error."""

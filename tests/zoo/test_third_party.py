@@ -24,12 +24,14 @@ def _seeded(bended: tb.BendedModule, method: str, inputs) -> object:
 
 def _middle_activation(bended: tb.BendedModule, model: ZooModel, inputs, eager) -> str:
     """A floating-point activation from the middle of the graph whose zeroing changes the
-    output (the nearest to the middle that does)."""
+    output (the nearest to the middle that does). Shapes with a data-dependent size (an
+    unbacked ``SymInt`` from ``torch.export``, e.g. after ``nonzero``) are skipped."""
     names = [
         a.name
         for a in bended.activations(model.method)
         if a.op != "placeholder"
         and isinstance(a.shape, torch.Size)
+        and all(isinstance(size, int) for size in a.shape)
         and a.shape.numel() > 1
         and isinstance(a.dtype, torch.dtype)
         and a.dtype.is_floating_point
