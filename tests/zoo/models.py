@@ -3,7 +3,7 @@
 Each entry builds a small model (random weights, nothing downloaded) and example inputs.
 ``MODELS`` lists what torchbend traces; ``KNOWN_FAILING`` lists what fails on both tracing
 backends, with the first line each backend gave (``scripts/zoo_third_party.py`` rewrites the
-table of both in ``docs/zoo.md``).
+table of both in ``docs/tracing.md``).
 """
 
 from __future__ import annotations
@@ -874,10 +874,10 @@ def _mamba(pscan: bool = True, **kwargs: Any):
 
 
 def _jamba() -> tuple[nn.Module, Inputs]:
-    # Its mixture of experts skips an expert that no token chose (`if top_x.shape[0] == 0`):
-    # the concrete graph keeps the experts chosen on the traced inputs, so it is right on
-    # these inputs but not on inputs routed to an expert skipped here (reported to the
-    # tracer); export fails on that data-dependent branch.
+    # Its mixture of experts skips an expert that no token chose (`if top_x.shape[0] == 0`,
+    # a size selected by `torch.where`): the concrete graph checks that decision at every call
+    # (tests/tracing/test_pitfalls_modules.py::test_branch_on_the_size_of_a_selection);
+    # export fails on that data-dependent branch.
     from mambapy.jamba import JambaLM, JambaLMConfig
 
     torch.manual_seed(0)

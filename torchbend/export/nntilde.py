@@ -115,7 +115,12 @@ def nntilde(
     container.register_buffer("min_buffer_size", torch.tensor([least]))
     extra = contract_source(plan.methods, list(plan.controls))
     scripted = script(plan, container, getters="tuple", extra=extra)
-    path = Path(path)
+    return _save_checked(scripted, Path(path))
+
+
+def _save_checked(scripted: torch.jit.ScriptModule, path: Path) -> NNTildeReport:
+    """Write ``scripted`` to ``path`` and check it as nn~ runs it; a file that fails is
+    deleted."""
     save(scripted, path)
     try:
         return check_nntilde(path)
@@ -141,12 +146,7 @@ def _rewrite_scripted(view: BendedView, path: Path) -> NNTildeReport:
     with torch.no_grad():
         for name, p in copy.named_parameters():
             p.copy_(bent[name])
-    save(copy, path)
-    try:
-        return check_nntilde(path)
-    except ExportError:
-        path.unlink(missing_ok=True)
-        raise
+    return _save_checked(copy, path)
 
 
 def _check_one_graph(
