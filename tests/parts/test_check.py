@@ -52,13 +52,13 @@ class TanhThenLinear(nn.Module):
         return self.lin(torch.tanh(x))
 
 
-def test_a_wrong_graph_is_refused_naming_the_module_and_the_line():
+def test_a_wrong_graph_is_refused_naming_the_operation_and_the_line():
     bended = tb.BendedModule(TanhThenLinear(), backend=SwapTanh())
     with pytest.raises(tb.TracingError) as e:
         bended.trace(x=torch.randn(2, 4))
     message = str(e.value)
     assert "does not compute what the module computes" in message
-    assert "first module whose output differs is 'lin'" in message
+    assert "first operation whose value differs is 'tanh' (call_function sigmoid" in message
     assert "test_check.py" in message and "self.lin(torch.tanh(x))" in message
     assert "check=False" in message
     assert bended.traced_methods == []

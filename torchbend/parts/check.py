@@ -195,11 +195,35 @@ class GraphCheck:
         if problem is not None:
             raise TracingError(
                 f"{self.label}: the traced graph does not compute what the module computes on "
-                f"the inputs it was traced with ({problem}){self.first_module()}; the graph is "
+                f"the inputs it was traced with ({problem}){self.where_it_differs()}; the graph is "
                 "not used. " + _ADVICE
             )
 
-    def first_module(self) -> str:
+    def where_it_differs(self) -> str:
+        """``"; the first operation whose value differs is ..."`` (from the values a second
+        trace computes), else ``"; the first module whose output differs is ..."`` (from hooks
+        on the module's run), or ``""``."""
+        computed: dict[str, Any] = {}
+        with contextlib.suppress(Exception), self.replayed():
+            _Recorder(self.graph, computed).run(*clone_inputs(self.args))
+        values, lines = self.traced_again()
+        for node in self.graph.graph.nodes:
+            if node.op in ("placeholder", "get_attr", "output") or node.name not in values:
+                continue
+            if node.name not in computed:
+                break
+            problem = first_difference(values[node.name], computed[node.name])
+            if problem is not None:
+                what = f"{node.op} {getattr(node.target, '__name__', node.target)} in the graph"
+                where = f", called at {lines[node.name]}" if lines.get(node.name) else ""
+                problem = problem.replace("the output", "its value")
+                return (
+                    f"; the first operation whose value differs is '{node.name}' ({what})"
+                    f"{where}: {problem}"
+                )
+        return self.first_module(computed, lines)
+
+    def first_module(self, computed: dict[str, Any], lines: dict[str, str]) -> str:
         """``"; the first module whose output differs is ..."``, or ``""``."""
         seen: dict[str, list[Any]] = {}
 
@@ -216,9 +240,6 @@ class GraphCheck:
         finally:
             for h in handles:
                 h.remove()
-        computed: dict[str, Any] = {}
-        with contextlib.suppress(Exception), self.replayed():
-            _Recorder(self.graph, computed).run(*clone_inputs(self.args))
         paths = graph_module_record(self.graph).paths
         calls: dict[str, int] = {}
         for node in self.graph.graph.nodes:
@@ -232,26 +253,28 @@ class GraphCheck:
                 return f"; the graph calls module '{path}' where the module does not"
             problem = first_difference(seen[path][k], computed[node.name])
             if problem is not None:
-                where = self.user_line(node.name)
+                where = f", called at {lines[node.name]}" if lines.get(node.name) else ""
                 problem = problem.replace("the output", "its output")
                 return f"; the first module whose output differs is '{path}'{where}: {problem}"
         return ""
 
-    def user_line(self, name: str) -> str:
-        """``", called at file.py:12 (...)"`` for node ``name``: traced again, noting the line
-        of the user's code that each node comes from."""
+    def traced_again(self) -> tuple[dict[str, Any], dict[str, str]]:
+        """The value of each node on the inputs, and the line of the user's code it comes
+        from: traced again (backends that follow values concretely give them)."""
+        values: dict[str, Any] = {}
         lines: dict[str, str] = {}
 
         def on_value(node: torch.fx.Node, value: Any) -> Any:
             lines[node.name] = _caller_line()
-            return self.hooks.bend_value(self.method, node, value)
+            value = self.hooks.bend_value(self.method, node, value)
+            values[node.name] = map_values(
+                value, lambda v: v.clone() if isinstance(v, torch.Tensor) else v
+            )
+            return value
 
-        try:
-            with self.state.replayed():
-                self.backend.trace(self.root, self.method, self.inputs, on_value)
-        except Exception:
-            return ""
-        return f", called at {lines[name]}" if lines.get(name) else ""
+        with contextlib.suppress(Exception), self.state.replayed():
+            self.backend.trace(self.root, self.method, self.inputs, on_value)
+        return values, lines
 
 
 _ADVICE = (
