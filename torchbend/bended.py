@@ -95,7 +95,7 @@ class BendedModule(nn.Module):
         self._bendings = bendings = BendingSet(type(module).__name__, lambda: weights.view)
         self.callbacks = bendings.callbacks
         self._backend_named = partial(make_backend, leaves=tuple(leaves), module=module)
-        backend, view = self._backend_named(backend), lambda: weights.view
+        backend, view = self._backend_named(backend), weights.synced_view
         table = MethodTable(module, backend, bendings, view, strict, max_graphs, check)
         self._methods, self._board = table, ControlBoard(bendings, weights)
         self._inspector = Inspector(table, weights)

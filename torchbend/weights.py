@@ -46,17 +46,24 @@ def weight_holder(module: nn.Module) -> nn.Module:
     return holder
 
 
-def module_view(module: nn.Module, replaced: Mapping[str, torch.Tensor]) -> nn.Module:
+def module_view(
+    module: nn.Module,
+    replaced: Mapping[str, torch.Tensor],
+    copies: list[tuple[nn.Module, nn.Module]] | None = None,
+) -> nn.Module:
     """A shallow copy of ``module`` whose parameters named in ``replaced`` are swapped.
 
-    Only the modules on the path to a replaced parameter are copied; everything else (other
-    parameters, buffers, hooks, submodules) is shared with ``module``, which is left untouched.
+    Only the modules on the path to a replaced parameter are copied (each added to ``copies``
+    with its original, if given); everything else (other parameters, buffers, hooks,
+    submodules) is shared with ``module``, which is left untouched.
     """
     if not replaced:
         return module
     # Not copy.copy: parametrized modules refuse to be pickled, and copying goes that way.
     view = object.__new__(type(module))
     view.__dict__.update(module.__dict__)
+    if copies is not None:
+        copies.append((view, module))
     view._parameters = dict(module._parameters)  # type: ignore[assignment]
     view._modules = dict(module._modules)  # type: ignore[assignment]
     children: dict[str, dict[str, torch.Tensor]] = {}
@@ -69,8 +76,21 @@ def module_view(module: nn.Module, replaced: Mapping[str, torch.Tensor]) -> nn.M
     for head, sub in children.items():
         child = module._modules[head]
         assert child is not None
-        view._modules[head] = module_view(child, sub)
+        view._modules[head] = module_view(child, sub, copies)
     return view
+
+
+def sync_copies(copies: list[tuple[nn.Module, nn.Module]]) -> None:
+    """Give each copy the attributes its original has now (``training`` switched on a
+    submodule, a flag set), but its own parameters and submodules."""
+    for view, original in copies:
+        mine = view.__dict__
+        for key, value in original.__dict__.items():
+            if mine.get(key) is not value and key not in _OWN:
+                mine[key] = value
+
+
+_OWN = frozenset({"_parameters", "_modules"})
 
 
 class WeightBank:
@@ -92,6 +112,8 @@ class WeightBank:
         """Weights replacing the originals before bending (from a version or a mix)."""
         self.versions: dict[str, dict[str, torch.Tensor]] = {}
         self.view: nn.Module = module
+        self._copies: list[tuple[nn.Module, nn.Module]] = []
+        """The modules ``view`` copies, with their originals."""
         self.active = self.ORIGINAL
         """Name of the version bendings apply to (its weights, or a mix, are ``base``)."""
         self.listeners: list[Callable[[nn.Module], None]] = []
@@ -202,11 +224,18 @@ class WeightBank:
             for name, t in weights.items()
         }
 
+    def synced_view(self) -> nn.Module:
+        """``view``, its copied modules given the attributes the wrapped module's have now:
+        graphs run on it, and guards read the modes and flags there."""
+        sync_copies(self._copies)
+        return self.view
+
     def refresh(self) -> None:
         """Rebuild ``view`` (after bending, a device move or a train/eval switch)."""
         weights = {**self.base, **self.bent}
         replaced = {alias: t for name, t in weights.items() for alias in self._aliases[name]}
-        self.view = module_view(self.module, replaced)
+        self._copies = []
+        self.view = module_view(self.module, replaced, self._copies)
         for listener in self.listeners:
             listener(self.view)
 

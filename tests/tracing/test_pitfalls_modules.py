@@ -99,12 +99,26 @@ class WithSubmodule(nn.Module):
         return self.drop(self.sub(x))
 
 
-def test_submodules_switched_to_train_mode_after_tracing():
+class WeightedSubmodule(WithSubmodule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.BatchNorm1d(8)
+
+    def forward(self, x):
+        return self.drop(self.sub(self.norm(x)))
+
+
+@pytest.mark.parametrize("bent", [False, True], ids=["unbent", "weights bent"])
+def test_submodules_switched_to_train_mode_after_tracing(bent):
+    """Also once weights are bent, when graphs run on a view of the module."""
     for strict in (False, True):
-        module = WithSubmodule().eval()
+        module = WeightedSubmodule().eval()
         bended = tb.BendedModule(module, strict=strict)
-        x = torch.randn(8)
+        x = torch.randn(4, 8)
         bended.trace(x=x)
+        if bent:  # the view copies the modules on the path to a bent weight: norm and the root
+            bended.bend(tb.Scale(1.0), r"norm\.weight")
+        module.norm.train()
         module.sub.train()
         module.drop.train()
         torch.manual_seed(0)
@@ -115,6 +129,8 @@ def test_submodules_switched_to_train_mode_after_tracing():
         except tb.TorchbendError:
             continue
         assert_same(got, expected)
+        module.eval()
+        assert_same(bended(x), module(x))
 
 
 # -- isinstance, sets and state --------------------------------------------------------------

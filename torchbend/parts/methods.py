@@ -295,8 +295,8 @@ class MethodTable:
         """Run ``fn``: the graph its inputs' guards select, or the module's own method (with
         the bent weights) if ``fn`` was never traced."""
         method = self._methods.get(fn)
+        root = self.root()  # attributes set on the module since are seen by guards and graphs
         if method is None:
-            root = self.root()
             if isinstance(self.backend, TorchScriptBackend):
                 return self.backend.call(root, fn, tuple(args), kwargs)
             return getattr(root if hasattr(root, fn) else self.module, fn)(*args, **kwargs)
