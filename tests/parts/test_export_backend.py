@@ -186,3 +186,26 @@ def test_an_argument_named_backend_is_an_input():
     assert torch.equal(bended(x, backend="slow"), x)
     with pytest.raises(tb.TracingError, match="backend must be one of"):
         bended.trace(x=x, _backend="fx")
+
+
+def test_both_backends_name_and_bend_the_same_module_outputs_streaming_and_to_onnx(tmp_path):
+    """``encoder_11`` is the output of module ``encoder.11`` on either backend (not the first
+    operation it runs): the same bending streams the same audio; the export graph goes to
+    ONNX."""
+    torch.manual_seed(0)
+    model, x = tb.models.load(), torch.randn(1, 1, 2048)
+    audio = torch.randn(1, 9000, generator=torch.Generator().manual_seed(1)) * 0.1
+    outputs = []
+    for backend in ("concrete", "export"):
+        bended = tb.BendedModule(model, backend=backend)
+        bended.trace(x=x)
+        assert bended.bend(tb.Scale(0.0), "encoder_11$") == ["forward:encoder_11"]
+        outputs.append(tb.audio.Stream(bended, block_size=2048).process(audio))
+    assert torch.equal(outputs[0], outputs[1])
+    assert not torch.equal(outputs[1], tb.audio.Stream(model, block_size=2048).process(audio))
+    pytest.importorskip("onnxscript")
+    onnxruntime = pytest.importorskip("onnxruntime")
+    path = tb.export.onnx(bended, tmp_path / "bent.onnx", x=x)
+    session = onnxruntime.InferenceSession(str(path))
+    (got,) = session.run(None, {"x": x.numpy()})
+    assert torch.allclose(torch.from_numpy(got), bended(x), atol=1e-5)

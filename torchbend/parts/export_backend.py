@@ -24,6 +24,7 @@ from torch import nn
 
 from ..errors import TracingError
 from ..tracing import NodeRecord, TracedGraph
+from ..tracing.attributes import module_state
 from ..tracing.objects import class_key, rebuild_object, rebuilt
 from ..tracing.records import set_record
 from .backend import ValueHook, call_method
@@ -66,7 +67,13 @@ class ExportBackend:
         gm = program.module()
         graph, constants = _rebuild(gm, root, program.call_spec.out_spec)
         facts = tuple((name, "sig", None) for name in inputs)
-        return TracedGraph(graph, constants, [], facts)
+        traced = TracedGraph(graph, constants, [], facts)
+        # What torch.export does not guard: the plain attributes (modes, flags) of every module
+        # (torch.export inlines them all, ``training`` of a batch norm included), and the grad
+        # mode, which their code may read.
+        traced.module_state = module_state(root.modules())
+        traced.grad_mode = torch.is_grad_enabled()
+        return traced
 
     def eager(self, root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
         return call_method(root, method, inputs)
@@ -165,7 +172,7 @@ def _rebuild(
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     constants: dict[str, torch.Tensor] = {}
-    uses: dict[str, int] = {}
+    activation_names = _names(list(gm.graph.nodes))
 
     def arg(a: Any) -> Any:
         return torch.fx.node.map_arg(a, lambda n: env[n])
@@ -192,7 +199,7 @@ def _rebuild(
             env[node] = graph.get_attr(target)  # weights and constants: not activations
             continue
         else:
-            name = _name(node, uses)
+            name = activation_names[node]
             # The packet (``aten.linear``), not one overload (``aten.linear.default``): it
             # picks the overload from the arguments, and TorchScript compiles calls to it.
             target = getattr(node.target, "overloadpacket", node.target)
@@ -214,25 +221,35 @@ def _strip_root(path: str) -> str:
     return path.removeprefix("root.") if path != "root" else ""
 
 
-def _name(node: torch.fx.Node, uses: dict[str, int]) -> str:
-    """``layers_0`` for the first operation run by module ``layers.0``, then
-    ``layers_0_<op>``; operations outside any module keep torch.export's names. Where the module
-    stack does not say (converted TorchScript), the module is that of the weights it reads."""
+def _module_path(node: torch.fx.Node) -> str:
+    """The path of the innermost module that ran ``node`` (``""`` outside any). Where the
+    module stack does not say (converted TorchScript), that of the weights it reads."""
     stack = node.meta.get("nn_module_stack") or {}
     paths = [_strip_root(str(path)) for path, _ in stack.values()]
     path = next((p for p in reversed(paths) if p), "")
     if not path:
         read = [str(a.target) for a in node.all_input_nodes if a.op == "get_attr"]
         path = next((_strip_root(t).rpartition(".")[0] for t in read if "." in t), "")
-    if not path:
-        return node.name
-    base = re.sub(r"\W", "_", path)
-    count = uses.get(base, 0)
-    uses[base] = count + 1
-    if count == 0:
-        return base
-    op = getattr(node.target, "__name__", str(node.target)).split(".")[0]
-    return f"{base}_{op}"
+    return path
+
+
+def _names(nodes: list[torch.fx.Node]) -> dict[torch.fx.Node, str]:
+    """Activation names: ``layers_0`` for the output of module ``layers.0`` (the last operation
+    of a run of operations it ran, as a module call is named in the concrete tracer's graphs),
+    ``layers_0_<op>`` for the operations before it; operations outside any module keep
+    torch.export's names."""
+    calls = [n for n in nodes if n.op in ("call_function", "call_method")]
+    paths = [_module_path(n) for n in calls]
+    names: dict[torch.fx.Node, str] = {}
+    for i, (node, path) in enumerate(zip(calls, paths)):
+        if not path:
+            names[node] = node.name
+            continue
+        base = re.sub(r"\W", "_", path)
+        last = i + 1 == len(calls) or paths[i + 1] != path
+        op = getattr(node.target, "__name__", str(node.target)).split(".")[0]
+        names[node] = base if last else f"{base}_{op}"
+    return names
 
 
 def _record(node: torch.fx.Node, value: Any) -> None:
