@@ -108,12 +108,13 @@ class WeightedSubmodule(WithSubmodule):
         return self.drop(self.sub(self.norm(x)))
 
 
+@pytest.mark.parametrize("backend", ["concrete", "export"])
 @pytest.mark.parametrize("bent", [False, True], ids=["unbent", "weights bent"])
-def test_submodules_switched_to_train_mode_after_tracing(bent):
+def test_submodules_switched_to_train_mode_after_tracing(bent, backend):
     """Also once weights are bent, when graphs run on a view of the module."""
     for strict in (False, True):
         module = WeightedSubmodule().eval()
-        bended = tb.BendedModule(module, strict=strict)
+        bended = tb.BendedModule(module, strict=strict, backend=backend)
         x = torch.randn(4, 8)
         bended.trace(x=x)
         if bent:  # the view copies the modules on the path to a bent weight: norm and the root
