@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import platform
 import statistics
 import sys
@@ -112,6 +113,17 @@ def _ratio(seconds: float | None, base: float | None) -> str:
     return "-" if seconds is None or base is None else f"{seconds / base:.2f}x"
 
 
+def _cpu() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else the platform's."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -121,7 +133,7 @@ def main() -> None:
     logging.disable(logging.CRITICAL)  # torch.export logs the graphs it fails on
     torch.set_num_threads(1)
     lines = [
-        f"Measured on {platform.machine()} ({platform.processor() or 'cpu'}), one thread, "
+        f"Measured on {_cpu()} ({os.cpu_count()} cores), one thread, "
         f"torch {torch.__version__}, median of {args.rounds} interleaved rounds.",
         "",
         "| model | eager call | torch.export alone | concrete backend | ratio | export backend "
