@@ -1,6 +1,6 @@
 """Per-call overhead of BendedModule against the plain module, and trace time against torch.fx.
 
-Run: python benchmarks/bench_call.py [--quick]
+Run: python benchmarks/bench_call.py [--quick] [--trace-only] [--write ../docs/benchmarks.md]
 
 Prints, for each model and thread setting, the median time of interleaved calls and the ratio
 of each bended variant to the plain module measured in the same run.
@@ -146,7 +146,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="few rounds (smoke test)")
     parser.add_argument("--trace-only", action="store_true", help="only the trace table")
-    parser.add_argument("--write", type=Path, help="write the trace table into this Markdown file")
+    parser.add_argument("--write", type=Path, help="write the tables into this Markdown file")
     args = parser.parse_args()
     rounds = 5 if args.quick else 200
     configs = [(8, 32, 4096), (16, 128, 16384)]
@@ -156,15 +156,23 @@ def main() -> None:
         if args.write:
             write_section(args.write, "bench_trace", lines)
         return
-    print("| model | threads | variant | median call | median ratio to plain (paired) |")
-    print("|---|---|---|---|---|")
+    calls = [
+        "| model | threads | variant | median call | median ratio to plain (paired) |",
+        "|---|---|---|---|---|",
+    ]
     for layers, channels, length in configs:
         for line in bench_calls(
             layers, channels, length, rounds if channels < 128 else rounds // 4
         ):
-            print(line)
+            calls.append(line)
+            print(line, flush=True)
+    if args.write:
+        write_section(args.write, "bench_calls", calls)
     print()
-    print("\n".join(trace_table(configs, rounds)))
+    trace = trace_table(configs, rounds)
+    print("\n".join(trace))
+    if args.write:
+        write_section(args.write, "bench_trace", trace)
 
 
 def trace_table(configs: list[tuple[int, int, int]], rounds: int) -> list[str]:
