@@ -209,3 +209,15 @@ def test_both_backends_name_and_bend_the_same_module_outputs_streaming_and_to_on
     session = onnxruntime.InferenceSession(str(path))
     (got,) = session.run(None, {"x": x.numpy()})
     assert torch.allclose(torch.from_numpy(got), bended(x), atol=1e-5)
+
+
+def test_nntilde_export_of_an_export_graph_says_to_trace_with_the_concrete_tracer(tmp_path):
+    model = tb.models.load()
+    bended = tb.BendedModule(model, backend="export")
+    bended.trace(x=torch.randn(1, 1, 2048))
+    with pytest.raises(tb.ExportError, match=r"traced by the export backend.*backend='concrete'"):
+        tb.export.nntilde(bended, tmp_path / "model.ts")
+    assert not (tmp_path / "model.ts").exists()
+    bended = tb.BendedModule(model, backend="concrete")
+    bended.trace(x=torch.randn(1, 1, 2048))
+    assert "forward" in str(tb.export.nntilde(bended, tmp_path / "model.ts"))

@@ -162,6 +162,13 @@ def _check_one_graph(
         return
     in_channels, in_ratio = values[0], values[1]
     ratio = max(values[1], values[3], least)
+    if entry.backend != "concrete":
+        raise ExportError(
+            f"method {method!r} was traced by the {entry.backend} backend, whose graphs hold "
+            f"the one input shape they were traced with; nn~ calls it with batches "
+            f"{list(TEST_BATCHES)} and buffers of {ratio} to {MAX_BUFFER_SIZE} samples. Trace "
+            "it with the concrete tracer: BendedModule(model, backend='concrete')."
+        )
     first = bended.signature(method).names[0]
     for batch in TEST_BATCHES:
         for size in buffer_sizes(ratio):
