@@ -308,6 +308,6 @@ def test_entries_say_what_of_a_call_differs():
     bended = tb.BendedModule(Optional())
     y = torch.ones(3)
     bended.trace(y=y, cond=torch.ones(1))
-    (entry,) = bended._methods.get("forward").entries
+    entry = bended.view().current("forward")
     assert entry.mismatch({"y": y, "cond": torch.ones(1)}) is None
     assert entry.mismatch({"y": y, "cond": None}) == ("argument 'cond' is None, traced as a Tensor")
