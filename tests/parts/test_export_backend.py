@@ -211,13 +211,23 @@ def test_both_backends_name_and_bend_the_same_module_outputs_streaming_and_to_on
     assert torch.allclose(torch.from_numpy(got), bended(x), atol=1e-5)
 
 
-def test_nntilde_export_of_an_export_graph_says_to_trace_with_the_concrete_tracer(tmp_path):
+def test_export_graphs_hold_for_any_length_and_go_to_nntilde(tmp_path):
+    """torch.export leaves sizes symbolic where the code allows: one graph for any length; it
+    fixes sizes of 1 (a batch of one), which nn~ export explains."""
     model = tb.models.load()
     bended = tb.BendedModule(model, backend="export")
     bended.trace(x=torch.randn(1, 1, 2048))
-    with pytest.raises(tb.ExportError, match=r"traced by the export backend.*backend='concrete'"):
+    for length in (4096, 512, 8192):
+        x = torch.randn(1, 1, length)
+        assert torch.allclose(bended(x), model(x), atol=1e-5)
+    assert len(bended.graphs()) == 1
+    with pytest.raises(tb.ExportError, match=r"traced by the export backend.*batch of 2 or more"):
         tb.export.nntilde(bended, tmp_path / "model.ts")
     assert not (tmp_path / "model.ts").exists()
-    bended = tb.BendedModule(model, backend="concrete")
-    bended.trace(x=torch.randn(1, 1, 2048))
+    bended = tb.BendedModule(model, backend="export")
+    bended.trace(x=torch.randn(2, 1, 2048))
+    bended.bend(tb.Scale(0.0), "encoder_11$")
     assert "forward" in str(tb.export.nntilde(bended, tmp_path / "model.ts"))
+    exported = torch.jit.load(str(tmp_path / "model.ts"))
+    x = torch.randn(4, 1, 1024)
+    assert torch.allclose(exported(x), bended(x), atol=1e-5)

@@ -90,7 +90,9 @@ class Entry:
         state = tuple(s.current() for s in self.result.module_state)
         if self.result.grad_mode is not None:
             state += (torch.is_grad_enabled(),)
-        return (kinds, state, *(read(inputs) for read in self.readers))
+        accepts = self.result.accepts
+        held = True if accepts is None else accepts(inputs)
+        return (kinds, state, held, *(read(inputs) for read in self.readers))
 
     def mismatch(self, inputs: dict[str, Any]) -> str | None:
         """What of ``inputs`` differs from every set of inputs this graph was traced or kept
@@ -100,13 +102,15 @@ class Entry:
         if not self.keys or key in self.keys:
             return None
         known = next(iter(self.keys))
-        kinds, state, *facts = key
+        kinds, state, held, *facts = key
         for name, now, then in zip(self.names, kinds, known[0]):
             if now != then:
                 return f"argument {name!r} is {_kind_name(now)}, traced as {_kind_name(then)}"
         if state != known[1]:
             return "an attribute of a module the trace ran (training, a flag) or the grad mode"
-        for fact, now, then in zip(self.facts, facts, known[2:]):
+        if not held:
+            return "a size outside the ranges torch.export traced the graph for"
+        for fact, now, then in zip(self.facts, facts, known[3:]):
             if now != then:
                 return f"{describe_fact(fact)} is {now!r}, traced as {then!r}"
         return None

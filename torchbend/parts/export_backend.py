@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import re
 import warnings
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -25,6 +26,7 @@ from torch import nn
 from ..errors import TracingError
 from ..tracing import NodeRecord, TracedGraph
 from ..tracing.attributes import module_state
+from ..tracing.facts import Fact
 from ..tracing.objects import class_key, rebuild_object, rebuilt
 from ..tracing.records import set_record
 from .backend import ValueHook, call_method
@@ -33,20 +35,25 @@ __all__ = ["ExportBackend", "TorchScriptBackend"]
 
 
 class _Call(nn.Module):
-    """``root.<method>`` as a module's forward, for torch.export."""
+    """``root.<method>`` as a module's forward, for torch.export: by keyword, or positionally
+    in the order of ``names`` (torch.export takes dynamic sizes of positional arguments)."""
 
-    def __init__(self, root: nn.Module, method: str) -> None:
+    def __init__(self, root: nn.Module, method: str, names: list[str] | None = None) -> None:
         super().__init__()
         self.root = root
         self.method = method
+        self.names = names or []
 
-    def forward(self, **inputs: Any) -> Any:
-        return call_method(self.root, self.method, inputs)
+    def forward(self, *args: Any, **inputs: Any) -> Any:
+        return call_method(self.root, self.method, {**dict(zip(self.names, args)), **inputs})
 
 
 class ExportBackend:
     """torch.export, non-strict, as a :class:`~torchbend.parts.backend.TracingBackend`.
 
+    Sizes of tensor arguments are left for torch.export to make symbolic where the code allows
+    (``Dim.AUTO``): a graph then holds for every size in the ranges torch.export guards
+    (``TracedGraph.accepts`` runs its guards), and the sizes it specialized are facts.
     Concrete values are not bent while exporting (``on_value`` is not called): decisions are
     taken on unbent values, and bendings apply in the slots of the graph.
     """
@@ -57,17 +64,27 @@ class ExportBackend:
         self, root: nn.Module, method: str, inputs: dict[str, Any], on_value: ValueHook
     ) -> TracedGraph:
         owner = f"{type(root).__name__}.{method}"
+        names = list(inputs)
+        values = tuple(inputs.values())
+        dynamic = all(v is None or isinstance(v, (torch.Tensor, bool, int, float)) for v in values)
+        leaves = [n for n in names if inputs[n] is not None]  # None has no placeholder
         try:
-            program = torch.export.export(_Call(root, method), (), dict(inputs), strict=False)
+            if dynamic:
+                program = _export_dynamic(_Call(root, method, names), values)
+            else:  # containers of tensors: every size as it is
+                program = torch.export.export(_Call(root, method), (), inputs, strict=False)
         except Exception as e:
             first = str(e).strip().split("\n")[0][:300]
             raise TracingError(
                 f"torch.export could not trace {owner}: {type(e).__name__}: {first}"
             ) from e
         gm = program.module()
-        graph, constants = _rebuild(gm, root, program.call_spec.out_spec)
-        facts = tuple((name, "sig", None) for name in inputs)
+        graph, constants = _rebuild(
+            gm, root, program.call_spec.out_spec, leaves if dynamic else None
+        )
+        facts, accepts = _guards(gm, names, leaves) if dynamic else (_signatures(names), None)
         traced = TracedGraph(graph, constants, [], facts)
+        traced.accepts = accepts
         # What torch.export does not guard: the plain attributes (modes, flags) of every module
         # (torch.export inlines them all, ``training`` of a batch norm included), and the grad
         # mode, which their code may read.
@@ -77,6 +94,58 @@ class ExportBackend:
 
     def eager(self, root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
         return call_method(root, method, inputs)
+
+
+def _export_dynamic(call: _Call, values: tuple[Any, ...]) -> torch.export.ExportedProgram:
+    """``call`` exported with every size of its tensor arguments left to torch.export to make
+    symbolic; exported with static sizes if that fails (some code guards on data then)."""
+    auto = torch.export.Dim.AUTO
+    shapes = tuple(
+        {d: auto for d in range(v.ndim)} if isinstance(v, torch.Tensor) and v.ndim else None
+        for v in values
+    )
+    try:
+        return torch.export.export(call, values, dynamic_shapes={"args": shapes}, strict=False)
+    except Exception:
+        return torch.export.export(call, values, strict=False)
+
+
+def _signatures(names: list[str]) -> tuple[Fact, ...]:
+    return tuple((name, "sig", None) for name in names)
+
+
+def _guards(
+    gm: torch.fx.GraphModule, names: list[str], leaves: list[str]
+) -> tuple[tuple[Fact, ...], Callable[[Mapping[str, Any]], bool] | None]:
+    """The facts of an exported graph's inputs (dtype, rank, the sizes torch.export
+    specialized; values of other arguments, ``None`` of those in ``names`` but not in
+    ``leaves``) and its guards on the sizes it left symbolic."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    facts: list[Fact] = [(name, "sig", None) for name in names if name not in leaves]
+    symbolic = False
+    for name, node in zip(leaves, placeholders):
+        value = node.meta.get("val")
+        if not isinstance(value, torch.Tensor):
+            facts.append((name, "sig", None))
+            continue
+        facts += [(name, "dtype", None), (name, "ndim", None)]
+        for d, size in enumerate(value.shape):
+            if isinstance(size, int):
+                facts.append((name, "shape", d))
+            else:
+                symbolic = True
+    check = getattr(gm, "_guards_fn", None)
+    if not symbolic or check is None:
+        return tuple(facts), None
+
+    def accepts(inputs: Mapping[str, Any]) -> bool:
+        try:
+            check(*(inputs[n] for n in leaves))
+        except Exception:  # a guard failed: the graph does not hold for these sizes
+            return False
+        return True
+
+    return tuple(facts), accepts
 
 
 _HOLDERS = itertools.count()
@@ -181,10 +250,11 @@ def _rebuild(
         if node.op == "call_module":  # torch.export's own input checks (_guards_fn)
             continue
         if node.op == "placeholder":
+            name = next(names, str(node.target))
             used = any(u.op != "call_module" for u in node.users)
             if not used and not isinstance(node.meta.get("val"), torch.Tensor):
                 continue  # a Python value export baked in (the guards read it)
-            new = graph.placeholder(next(names, str(node.target)))
+            new = graph.placeholder(name)
         elif node.op == "output":
             flat = node.args[0]
             flat = list(flat) if isinstance(flat, (list, tuple)) else [flat]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,6 +142,9 @@ class TracedGraph(torch.fx.Graph):
     grad_mode: bool | None = None
     """Whether gradients were enabled while tracing, if the traced code asked
     (``torch.is_grad_enabled()``); ``None`` if it did not."""
+    accepts: Callable[[Mapping[str, Any]], bool] | None = None
+    """Guards the facts do not express (the ranges of sizes torch.export left symbolic):
+    whether the graph holds for a call's inputs; ``None`` if the facts say it all."""
 
     def __init__(
         self,
