@@ -231,3 +231,19 @@ def test_export_graphs_hold_for_any_length_and_go_to_nntilde(tmp_path):
     exported = torch.jit.load(str(tmp_path / "model.ts"))
     x = torch.randn(4, 1, 1024)
     assert torch.allclose(exported(x), bended(x), atol=1e-5)
+
+
+class LongOrShort(nn.Module):
+    def forward(self, x):
+        y = x.reshape(x.shape[0], -1, 8)
+        return y * 2 if x.shape[-1] > 100 else y
+
+
+def test_a_size_outside_what_torch_export_guarded_traces_again():
+    model = LongOrShort()
+    bended = tb.BendedModule(model, backend="export")
+    bended.trace(x=torch.randn(2, 3, 256))
+    for length in (512, 64):
+        x = torch.randn(2, 3, length)
+        assert torch.equal(bended(x), model(x))
+    assert len(bended.graphs()) == 2  # 256 and 512 share one; 64 takes the other branch

@@ -3,10 +3,11 @@
 torch.export runs the method with fake tensors and records ATen operations. Its graph is
 rebuilt here in the form the rest of torchbend reads: weights as ``get_attr`` of their paths in
 the wrapped module (so that weight bending reaches them), one record per node (shape, dtype),
-node names taken from the module that ran them (``layers_0`` for the first operation of
-``layers.0``, then ``layers_0_relu``...), and guards on the whole signature of every input (the
-graph is specialized to the shapes and values it was exported with; other inputs are traced
-again).
+node names taken from the module that ran them (``layers_0`` for the output of ``layers.0``,
+``layers_0_pad``... for the operations before it), and torch.export's own guards: sizes of
+tensor arguments are left symbolic where the code allows, the program's guard function
+decides whether a call's sizes are in its ranges, and the sizes it fixed and the values of
+other arguments are facts (other inputs are traced again).
 """
 
 from __future__ import annotations
@@ -338,9 +339,8 @@ def _record(node: torch.fx.Node, value: Any) -> None:
 
 
 def _example(size: int | torch.SymInt) -> int | None:
-    """The size a symbolic dimension had on the example inputs (graphs are guarded by the
-    inputs' whole signature, so it is the size on every call of the graph), or ``None`` for a
-    size that depends on data."""
+    """The size a symbolic dimension had on the example inputs (what tables show), or ``None``
+    for a size that depends on data."""
     if isinstance(size, int):
         return size
     hint = size.node.hint
