@@ -247,3 +247,13 @@ def test_a_size_outside_what_torch_export_guarded_traces_again():
         x = torch.randn(2, 3, length)
         assert torch.equal(bended(x), model(x))
     assert len(bended.graphs()) == 2  # 256 and 512 share one; 64 takes the other branch
+
+
+def test_what_torch_export_tripped_on_names_the_users_line(capfd):
+    class Data(nn.Module):
+        def forward(self, x):
+            return x[: int(x.sum().item())]  # a length read from data
+
+    with pytest.raises(tb.TracingError, match=r"test_export_backend\.py:\d+ \(return x\[: int"):
+        tb.BendedModule(Data(), backend="export").trace(x=torch.ones(3, 4))
+    assert "def forward" not in capfd.readouterr().err  # no partial graph printed

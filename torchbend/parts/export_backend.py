@@ -12,10 +12,15 @@ other arguments are facts (other inputs are traced again).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
+import logging
+import os
 import re
+import traceback
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import Any
 
@@ -28,6 +33,7 @@ from ..errors import TracingError
 from ..tracing import NodeRecord, TracedGraph
 from ..tracing.attributes import module_state
 from ..tracing.facts import Fact
+from ..tracing.inspection import is_user_file
 from ..tracing.objects import class_key, rebuild_object, rebuilt
 from ..tracing.records import set_record
 from .backend import ValueHook, call_method
@@ -70,14 +76,15 @@ class ExportBackend:
         dynamic = all(v is None or isinstance(v, (torch.Tensor, bool, int, float)) for v in values)
         leaves = [n for n in names if inputs[n] is not None]  # None has no placeholder
         try:
-            if dynamic:
-                program = _export_dynamic(_Call(root, method, names), values)
-            else:  # containers of tensors: every size as it is
-                program = torch.export.export(_Call(root, method), (), inputs, strict=False)
+            with _quiet():
+                if dynamic:
+                    program = _export_dynamic(_Call(root, method, names), values)
+                else:  # containers of tensors: every size as it is
+                    program = torch.export.export(_Call(root, method), (), inputs, strict=False)
         except Exception as e:
             first = str(e).strip().split("\n")[0][:300]
             raise TracingError(
-                f"torch.export could not trace {owner}: {type(e).__name__}: {first}"
+                f"torch.export could not trace {owner}{_user_line(e)}: {type(e).__name__}: {first}"
             ) from e
         gm = program.module()
         graph, constants = _rebuild(
@@ -95,6 +102,30 @@ class ExportBackend:
 
     def eager(self, root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
         return call_method(root, method, inputs)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Without what torch prints while exporting (the partial graph of a failure, the sizes
+    it fixed): a failure is an error of its own, and what was fixed is in the guards."""
+    before = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        logging.disable(before)
+
+
+def _user_line(e: BaseException) -> str:
+    """``" at model.py:12 (code)"``: the innermost line of the user's code where ``e`` was
+    raised, or ``""``."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if is_user_file(f.filename)]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    code = (frame.line or "").strip()
+    return f" at {os.path.basename(frame.filename)}:{frame.lineno}" + (f" ({code})" if code else "")
 
 
 def _export_dynamic(call: _Call, values: tuple[Any, ...]) -> torch.export.ExportedProgram:
