@@ -153,6 +153,7 @@ def _guards(
     specialized; values of other arguments, ``None`` of those in ``names`` but not in
     ``leaves``) and its guards on the sizes it left symbolic."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    check = getattr(gm, "_guards_fn", None)  # without it, every size is a fact
     facts: list[Fact] = [(name, "sig", None) for name in names if name not in leaves]
     symbolic = False
     for name, node in zip(leaves, placeholders):
@@ -162,11 +163,10 @@ def _guards(
             continue
         facts += [(name, "dtype", None), (name, "ndim", None)]
         for d, size in enumerate(value.shape):
-            if isinstance(size, int):
+            if isinstance(size, int) or check is None:
                 facts.append((name, "shape", d))
             else:
                 symbolic = True
-    check = getattr(gm, "_guards_fn", None)
     if not symbolic or check is None:
         return tuple(facts), None
 
@@ -223,9 +223,14 @@ class TorchScriptBackend:
                 f"{type(e).__name__}: {first}"
             ) from e
         gm = program.module()
-        graph, constants = _rebuild(gm, root, program.call_spec.out_spec, list(inputs))
-        facts = tuple((name, "sig", None) for name in inputs)
-        return TracedGraph(graph, constants, [], facts)
+        names = list(inputs)
+        graph, constants = _rebuild(gm, root, program.call_spec.out_spec, names)
+        # The converter exports with symbolic sizes too: its guards say where the graph holds.
+        leaves = all(isinstance(v, (torch.Tensor, bool, int, float)) for v in inputs.values())
+        facts, accepts = _guards(gm, names, names) if leaves else (_signatures(names), None)
+        traced = TracedGraph(graph, constants, [], facts)
+        traced.accepts = accepts
+        return traced
 
     def eager(self, root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
         return self.call(root, method, tuple(inputs.values()), {})
