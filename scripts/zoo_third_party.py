@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import re
 import sys
 import time
 import warnings
@@ -26,8 +25,9 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "tracing.md"
 SECTION = "zoo_third_party"
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "zoo")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "zoo"), str(ROOT / "benchmarks")]
 
+from bench_call import write_section  # noqa: E402
 from models import ALL, KNOWN_FAILING, ZooModel  # noqa: E402
 from zoo_helpers import same  # noqa: E402
 
@@ -72,7 +72,7 @@ def try_torchbend(model: ZooModel, backend: str) -> tuple[str, str | None]:
         return _cell(False, None, _first_line(e)), None
     if not same(got, expected):
         return _cell(False, None, "the output differs from eager"), None
-    traced_by = bended.view().traced_by(model.method)
+    traced_by = bended.traced_by(model.method)
     return _cell(True, seconds) + (f" ({traced_by})" if backend == "auto" else ""), traced_by
 
 
@@ -178,12 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     table = HEADER + summary + COLUMNS + "\n".join(rows) + "\n"
     if reasons:
         table += "\nKnown failures:\n\n" + reasons
-    text = PAGE.read_text()
-    start = re.search(rf"<!-- {SECTION}:[^>]*-->\n", text)
-    end = text.find(f"<!-- /{SECTION} -->")
-    if start is None or end < start.end():
-        raise SystemExit(f"{PAGE} has no '<!-- {SECTION}: ... -->' ... '<!-- /{SECTION} -->'")
-    PAGE.write_text(text[: start.end()] + table + text[end:])
+    write_section(PAGE, SECTION, table.rstrip("\n").split("\n"))
     print(f"wrote the {SECTION} section of {PAGE.relative_to(ROOT)}")
     return 0
 

@@ -27,7 +27,15 @@ from torch import nn
 import torchbend as tb
 from torchbend.tracing import BendingTracer
 
-__all__ = ["ZOO", "ZooEntry", "assert_same", "check_traced", "count_traces", "fx_failure"]
+__all__ = [
+    "ZOO",
+    "ZooEntry",
+    "assert_same",
+    "check_traced",
+    "clone",
+    "count_traces",
+    "fx_failure",
+]
 
 
 # -- the check -------------------------------------------------------------------------------
@@ -73,13 +81,14 @@ def _assert_fields(got: Any, expected: Any, atol: float, rtol: float, path: str)
         assert_same(getattr(got, f.name), getattr(expected, f.name), atol, rtol, f"{path}.{f.name}")
 
 
-def _clone(value: Any) -> Any:
+def clone(value: Any) -> Any:
+    """A copy of ``value`` whose tensors (in lists, tuples and dicts) are cloned."""
     if isinstance(value, torch.Tensor):
         return value.clone()
     if isinstance(value, (list, tuple)):
-        return type(value)(_clone(v) for v in value)
+        return type(value)(clone(v) for v in value)
     if isinstance(value, dict):
-        return {k: _clone(v) for k, v in value.items()}
+        return {k: clone(v) for k, v in value.items()}
     return value
 
 
@@ -109,12 +118,12 @@ def check_traced(
     bended = tb.BendedModule(module)
     with count_traces() as traces:
         torch.manual_seed(seed)
-        _, traced_out = bended.trace(**_clone(dict(inputs)), return_out=True)
+        _, traced_out = bended.trace(**clone(dict(inputs)), return_out=True)
         for i, call in enumerate((inputs, *extra)):
             for again in (False, True):
                 where = ("inputs" if i == 0 else f"extra[{i - 1}]") + (" again" if again else "")
                 before = traces[0]
-                eager_in, bended_in = _clone(dict(call)), _clone(dict(call))
+                eager_in, bended_in = clone(dict(call)), clone(dict(call))
                 torch.manual_seed(seed)
                 expected = eager(**eager_in)
                 eager_rng = torch.get_rng_state()
@@ -162,10 +171,10 @@ def fx_failure(module: nn.Module, inputs: Mapping[str, Any], extra=(), *, atol=0
         where = "example inputs" if i == 0 else "other inputs"
         try:
             torch.manual_seed(0)
-            expected = eager(**_clone(dict(call)))
+            expected = eager(**clone(dict(call)))
             rng = torch.get_rng_state()
             torch.manual_seed(0)
-            got = gm(**_clone(dict(call)))
+            got = gm(**clone(dict(call)))
             assert torch.equal(torch.get_rng_state(), rng), "random draws differ"
             assert_same(got, expected, atol, rtol)
         except AssertionError as e:

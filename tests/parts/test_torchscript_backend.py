@@ -24,7 +24,7 @@ def test_a_torchscript_file_traces_bends_and_resets(loaded):
     expected = loaded(x)
     bended = tb.BendedModule(loaded)
     bended.trace(x=x)
-    assert bended.view().traced_by("forward") == "torchscript"
+    assert bended.traced_by("forward") == "torchscript"
     assert torch.allclose(bended(x), expected, atol=1e-5)
     names = bended.activation_names()
     assert len(names) > 20

@@ -17,19 +17,9 @@ import torch.nn.functional as F
 from torch import nn
 
 import torchbend as tb
-from tests.conftest import assert_same
+from tests.conftest import assert_same, clone
 
 # -- the check -------------------------------------------------------------------------------
-
-
-def _clone(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    if isinstance(value, (list, tuple)):
-        return type(value)(_clone(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _clone(v) for k, v in value.items()}
-    return value
 
 
 def check_calls(
@@ -49,18 +39,18 @@ def check_calls(
         torch.manual_seed(0)
         module = make()
         bended = tb.BendedModule(module, strict=strict, **options)
-        bended.trace(**_clone(traced))
+        bended.trace(**clone(traced))
         for i, inputs in enumerate((traced, *calls)):
             torch.manual_seed(1)
             try:
-                expected = module(**_clone(inputs))
+                expected = module(**clone(inputs))
             except Exception as e:
                 with pytest.raises((type(e), tb.TorchbendError)):
-                    bended(**_clone(inputs))
+                    bended(**clone(inputs))
                 continue
             torch.manual_seed(1)
             try:
-                got = bended(**_clone(inputs))
+                got = bended(**clone(inputs))
             except tb.GuardError:
                 assert strict or i in errors, f"call {i}: GuardError without strict mode"
                 continue

@@ -30,7 +30,6 @@ from .dispatch import Entry, Method, clone_inputs
 __all__ = [
     "GraphCheck",
     "RandomState",
-    "check_trace",
     "first_difference",
     "kept_buffers",
 ]
@@ -123,28 +122,16 @@ def _tensor_difference(x: torch.Tensor, y: torch.Tensor) -> str | None:
     return f"max difference {diff.max().item():.3g} (values up to {scale:.3g})"
 
 
-def check_trace(
-    backend: TracingBackend,
-    hooks: EntryHooks,
-    root: nn.Module,
-    method: Method,
-    entry: Entry,
-    inputs: dict[str, Any],
-    state: RandomState,
-) -> None:
+class GraphCheck:
     """Check a new graph of ``method``, traced on ``inputs``, against the module itself.
 
     The graph runs without its bending slots on the module's present buffers and from random
     state ``state`` (that of the trace), and so does the module (``backend.eager``). Raises
-    :class:`TracingError` naming the first module whose output differs in the graph, with the
-    user's source line. When activations were bent while tracing, decisions the graph checks on
-    tensor values may rightly differ from the unbent module's: the check then gives up there.
+    :class:`TracingError` naming the first operation (or module) whose value differs in the
+    graph, with the user's source line. When activations were bent while tracing, decisions
+    the graph checks on tensor values may rightly differ from the unbent module's: the check
+    then gives up there.
     """
-    GraphCheck(backend, hooks, root, method, entry, inputs, state).run()
-
-
-class GraphCheck:
-    """One check of one new graph (see :func:`check_trace`)."""
 
     def __init__(
         self,

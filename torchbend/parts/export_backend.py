@@ -82,9 +82,8 @@ class ExportBackend:
                 else:  # containers of tensors: every size as it is
                     program = torch.export.export(_Call(root, method), (), inputs, strict=False)
         except Exception as e:
-            first = str(e).strip().split("\n")[0][:300]
             raise TracingError(
-                f"torch.export could not trace {owner}{_user_line(e)}: {type(e).__name__}: {first}"
+                f"torch.export could not trace {owner}{_user_line(e)}: {_summary(e)}"
             ) from e
         gm = program.module()
         graph, constants = _rebuild(
@@ -115,6 +114,12 @@ def _quiet() -> Iterator[None]:
             yield
     finally:
         logging.disable(before)
+
+
+def _summary(e: BaseException) -> str:
+    """``"Type: first line"`` of an error torch raised (its later lines are its own dumps)."""
+    first = str(e).strip().split("\n")[0][:300]
+    return f"{type(e).__name__}: {first}"
 
 
 def _user_line(e: BaseException) -> str:
@@ -217,17 +222,15 @@ class TorchScriptBackend:
                 warnings.simplefilter("ignore")  # "Manually populate ... into state_dict"
                 program = TS2EPConverter(holder, tuple(inputs.values())).convert()
         except Exception as e:
-            first = str(e).strip().split("\n")[0][:300]
             raise TracingError(
-                f"torch could not convert TorchScript {owner} to a graph: "
-                f"{type(e).__name__}: {first}"
+                f"torch could not convert TorchScript {owner} to a graph: {_summary(e)}"
             ) from e
         gm = program.module()
         names = list(inputs)
         graph, constants = _rebuild(gm, root, program.call_spec.out_spec, names)
         # The converter exports with symbolic sizes too: its guards say where the graph holds.
-        leaves = all(isinstance(v, (torch.Tensor, bool, int, float)) for v in inputs.values())
-        facts, accepts = _guards(gm, names, names) if leaves else (_signatures(names), None)
+        plain = all(isinstance(v, (torch.Tensor, bool, int, float)) for v in inputs.values())
+        facts, accepts = _guards(gm, names, names) if plain else (_signatures(names), None)
         traced = TracedGraph(graph, constants, [], facts)
         traced.accepts = accepts
         return traced

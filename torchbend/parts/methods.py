@@ -24,7 +24,7 @@ from ..tracing import DecisionChanged, FlowStep, TracedGraph
 from ..tracing.facts import describe_fact
 from ..tracing.tensordict import TensorDictProgram, is_tensordict_module, keyword_call
 from .backend import AutoBackend, Backend, ConcreteBackend, EntryHooks, TracingBackend
-from .check import RandomState, check_trace
+from .check import GraphCheck, RandomState
 from .dispatch import Entry, Method, Signature
 from .export_backend import ExportBackend, TorchScriptBackend
 
@@ -102,6 +102,8 @@ class MethodTable:
         check: bool = True,
     ) -> None:
         self.module = module
+        self.tensordict = is_tensordict_module(module)
+        """Whether the module is a tensordict module (called by TensorDict or by its keys)."""
         self.check = check
         self.backend = backend
         self.hooks = hooks
@@ -149,7 +151,7 @@ class MethodTable:
             if not callable(impl) or isinstance(impl, nn.Module):
                 names = [n for n in dir(type(self.module)) if not n.startswith("_")]
                 raise TracingError(f"{self.owner} has no method {fn!r}" + did_you_mean(fn, names))
-            if fn == "forward" and is_tensordict_module(self.module):
+            if fn == "forward" and self.tensordict:
                 impl = TensorDictProgram.forward.__get__(self.module)
             method = Method(fn, Signature(self.owner, fn, signature_of(impl)))
             self._methods[fn] = method
@@ -180,7 +182,7 @@ class MethodTable:
     ) -> tuple[Entry, TracedGraph]:
         """Trace ``fn`` on ``inputs`` (by name), with ``backend`` rather than the table's if
         given; the new graph becomes ``fn``'s current one."""
-        by_keys = keyword_call(self.module, inputs) if fn == "forward" else None
+        by_keys = keyword_call(self.module, inputs) if self.tensordict and fn == "forward" else None
         method = self.method(fn)
         try:
             bound = method.signature.bind((), by_keys[0] if by_keys else inputs)
@@ -255,7 +257,7 @@ class MethodTable:
         self.hooks.attach(method, entry)
         self.hooks.build(method, entry)
         if state is not None:
-            check_trace(backend, self.hooks, self.root(), method, entry, inputs, state)
+            GraphCheck(backend, self.hooks, self.root(), method, entry, inputs, state).run()
         if not keep:
             return entry, result
         method.entries.insert(0, entry)
@@ -300,7 +302,11 @@ class MethodTable:
             if isinstance(self.backend, TorchScriptBackend):
                 return self.backend.call(root, fn, tuple(args), kwargs)
             return getattr(root if hasattr(root, fn) else self.module, fn)(*args, **kwargs)
-        by_keys = keyword_call(self.module, kwargs) if fn == "forward" and not args else None
+        by_keys = (
+            keyword_call(self.module, kwargs)
+            if self.tensordict and fn == "forward" and not args
+            else None
+        )
         if by_keys is not None:
             return by_keys[1](self.call(fn, (), by_keys[0]))
         inputs = method.signature.bind(args, kwargs)

@@ -55,10 +55,6 @@ class BendedView:
         """The last graph traced for ``fn``."""
         return self._table.current(fn)
 
-    def traced_by(self, fn: str) -> str:
-        """The name of the tracing backend that traced the last graph of ``fn``."""
-        return self.current(fn).backend
-
     def key(self, fn: str) -> str:
         """The name bending keys use for the activations of ``fn``."""
         method = self._table.get(fn)

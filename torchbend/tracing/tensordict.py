@@ -33,8 +33,8 @@ def keyword_call(
     """A call of a tensordict module by its in_keys (``module(x=tensor)``, nested keys joined
     by ``_``), as tensordict's dispatch takes it: ``({"tensordict": td}, unpack)``, where
     ``unpack`` turns the TensorDict out into the out_keys' values (one value, or a tuple).
-    ``None`` for any other call."""
-    if not kwargs or "tensordict" in kwargs or not is_tensordict_module(module):  # a module
+    ``None`` for any other call. ``module`` is a tensordict module."""
+    if not kwargs or "tensordict" in kwargs:
         return None
     keys = {"_".join((k,) if isinstance(k, str) else k): k for k in module.in_keys}
     if not set(kwargs) <= set(keys):
