@@ -9,3 +9,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -c scripts/constraints.txt torch==2.13.0
 .venv/bin/python -m pip install -q --disable-pip-version-check -c scripts/constraints.txt -e ".[${extras}]"
+if [[ ",${extras}," == *",dev,"* ]]; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps \
+    -c scripts/constraints.txt -r scripts/test-nodeps.txt
+fi

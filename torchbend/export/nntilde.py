@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
-from ..errors import ExportError
+from ..errors import ExportError, TracingError
 from ..tracing.facts import describe_fact
 from ..tracing.records import record_of
 from .build import build, script
@@ -42,8 +43,8 @@ RESERVED = {"sr", "get_methods", "get_attributes", "get_sample_rate", "set_sampl
 def nntilde(
     bended: BendedModule,
     path: str | Path,
-    methods: Sequence[str] = ("forward",),
-    sample_rate: int = 44100,
+    methods: Sequence[str] | None = None,
+    sample_rate: int | None = None,
     *,
     params: Mapping[str, Sequence[int]] | None = None,
     input_labels: Mapping[str, Sequence[str]] | None = None,
@@ -60,6 +61,11 @@ def nntilde(
     ``set_<name>(value)`` (``0``, or ``-1`` when out of range); ``get_sample_rate()`` gives
     ``sample_rate``.
 
+    A bended TorchScript file is written back as itself with its weights bent when it has
+    weight bendings only; with activation bendings, from its graphs, the file's methods,
+    params, labels, sample rate and smallest buffer being the defaults (its nn~ attributes
+    are not carried over: a warning names them).
+
     Channels and ratios are read from the traced shapes of each method: an input
     ``[B, C_in, T]`` and an output ``[B, C_out, T / r]`` give out_ratio ``r`` (and an output
     ``[B, C_out, T * r]`` gives in_ratio ``r``). The written file is then run as nn~ runs it
@@ -68,8 +74,8 @@ def nntilde(
     Args:
         bended: the bended module, with every exported method traced on a ``[B, C, T]`` input.
         path: the ``.ts`` file to write.
-        methods: the methods nn~ may call.
-        sample_rate: the sample rate the model works at, in Hz.
+        methods: the methods nn~ may call (default ``("forward",)``).
+        sample_rate: the sample rate the model works at, in Hz (default 44100).
         params: per method, ``[in_channels, in_ratio, out_channels, out_ratio]`` replacing
             the inferred ones.
         input_labels: per method, one label per input channel (nn~ shows them on inlets).
@@ -84,8 +90,18 @@ def nntilde(
             callback, or any failure of the checks, naming the method, expected and got.
     """
     if isinstance(bended.module, torch.jit.ScriptModule):
-        return _rewrite_scripted(bended.view(), Path(path))
-    plan = ExportPlan(bended, list(methods))
+        view = bended.view()
+        if not _activation_keys(view):
+            return _rewrite_scripted(view, Path(path))
+        contract = FileContract(bended.module)
+        methods = methods or contract.methods
+        sample_rate = sample_rate or contract.sample_rate
+        params = {**contract.params, **(params or {})}
+        input_labels = {**contract.input_labels, **(input_labels or {})}
+        output_labels = {**contract.output_labels, **(output_labels or {})}
+        min_buffer_size = min_buffer_size or contract.min_buffer_size
+        contract.warn_dropped()
+    plan = ExportPlan(bended, list(methods or ("forward",)))
     inner_ratio = getattr(bended.module, "ratio", 1)
     least = int(min_buffer_size or (inner_ratio if isinstance(inner_ratio, int) else 1))
     clash = sorted(set(plan.controls) & (RESERVED | set(plan.methods)))
@@ -111,7 +127,7 @@ def nntilde(
             setattr(container, f"{method}_{side}_labels", labels)
     for name, c in plan.controls.items():
         container.register_buffer(f"{name}_params", torch.tensor([TYPE_HASH[c.control.kind]]))
-    container.sr = int(sample_rate)  # type: ignore[assignment]
+    container.sr = int(sample_rate or 44100)  # type: ignore[assignment]
     container.register_buffer("min_buffer_size", torch.tensor([least]))
     extra = contract_source(plan.methods, list(plan.controls))
     scripted = script(plan, container, getters="tuple", extra=extra)
@@ -129,15 +145,54 @@ def _save_checked(scripted: torch.jit.ScriptModule, path: Path) -> NNTildeReport
         raise
 
 
+def _activation_keys(view: BendedView) -> list[str]:
+    return [k for b in view.bendings for k in b.keys() if ":" in k]
+
+
+class FileContract:
+    """What an nn~ TorchScript file declares (methods, their params and labels, sample rate,
+    attributes): the defaults of an nn~ export of the file bent."""
+
+    def __init__(self, file: torch.jit.ScriptModule) -> None:
+        self.file = file
+        names = file.get_methods() if hasattr(file, "get_methods") else ["forward"]
+        self.methods = list(names)
+        self.params = {
+            m: [int(v) for v in getattr(file, f"{m}_params").tolist()]
+            for m in self.methods
+            if hasattr(file, f"{m}_params")
+        }
+        self.input_labels = self._labels("input")
+        self.output_labels = self._labels("output")
+        rate = getattr(file, "sr", None)
+        if rate is None and hasattr(file, "get_sample_rate"):
+            rate = file.get_sample_rate()
+        self.sample_rate = int(rate) if isinstance(rate, int) else None
+        ratios = [r for p in self.params.values() for r in (p[1], p[3])]
+        least = getattr(file, "min_buffer_size", None)  # torchbend's own nn~ files say
+        self.min_buffer_size = int(least) if least is not None else max(ratios, default=1)
+        """The smallest buffer nn~ may run the file's methods on (at least their ratios)."""
+        self.attributes = list(file.get_attributes()) if hasattr(file, "get_attributes") else []
+
+    def _labels(self, side: str) -> dict[str, list[str]]:
+        return {
+            m: list(getattr(self.file, f"{m}_{side}_labels"))
+            for m in self.methods
+            if hasattr(self.file, f"{m}_{side}_labels")
+        }
+
+    def warn_dropped(self) -> None:
+        if self.attributes:
+            warnings.warn(
+                f"the file's nn~ attributes {self.attributes} are not in the bent file: its "
+                "methods are written from the graphs converted with the attributes' present "
+                "values (set them before tracing to keep others)",
+                stacklevel=3,
+            )
+
+
 def _rewrite_scripted(view: BendedView, path: Path) -> NNTildeReport:
     """The TorchScript file ``view`` wraps, written to ``path`` with its weights bent."""
-    activations = [k for b in view.bendings for k in b.keys() if ":" in k]
-    if activations:
-        raise ExportError(
-            f"activation bendings {activations} of a TorchScript file cannot be written into an "
-            "nn~ file: its graphs hold the one input shape they were converted for, and nn~ "
-            "calls it with many. Weight bendings can; or bend the model's Python code."
-        )
     buffer = io.BytesIO()
     torch.jit.save(view.module, buffer)
     buffer.seek(0)
@@ -166,17 +221,31 @@ def _check_one_graph(
     for batch in TEST_BATCHES:
         for size in buffer_sizes(ratio):
             x = torch.zeros(batch, in_channels, size // in_ratio)
-            if bended.entry_for(method, {first: x}) is not entry:
+            try:
+                fits = bended.entry_for(method, {first: x}) is entry
+            except TracingError as e:
+                raise ExportError(
+                    f"method {method!r} cannot run on an input of shape {list(x.shape)}, "
+                    f"which nn~ gives it (batches {list(TEST_BATCHES)}, buffers of {ratio} to "
+                    f"{MAX_BUFFER_SIZE} samples): {e}"
+                ) from e
+            if not fits:
                 facts = ", ".join(describe_fact(f) for f in entry.facts)
                 if entry.backend != "concrete":
+                    fixed_batch = (first, "shape", 0) in entry.facts
+                    if fixed_batch:
+                        advice = "Trace it on a batch of 2 or more (torch.export fixes sizes of 1)"
+                    else:
+                        advice = "torch.export's guards leave this length out of the graph's range"
+                    if entry.backend == "export":
+                        advice += ", or with the concrete tracer: BendedModule(model, "
+                        advice += "backend='concrete')"
                     raise ExportError(
                         f"method {method!r} was traced by the {entry.backend} backend, whose "
                         f"graph holds for the sizes torch.export left symbolic, not for an "
                         f"input of shape {list(x.shape)} (it fixed {facts}); nn~ calls it with "
                         f"batches {list(TEST_BATCHES)} and buffers of {ratio} to "
-                        f"{MAX_BUFFER_SIZE} samples. Trace it on a batch of 2 or more "
-                        "(torch.export fixes sizes of 1), or with the concrete tracer: "
-                        "BendedModule(model, backend='concrete')."
+                        f"{MAX_BUFFER_SIZE} samples. {advice}."
                     )
                 raise ExportError(
                     f"method {method!r} takes other decisions on an input of shape "

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import itertools
 import logging
 import os
 import re
 import traceback
 import warnings
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import Any
@@ -31,11 +31,12 @@ from torch import nn
 
 from ..errors import TracingError
 from ..tracing import NodeRecord, TracedGraph
-from ..tracing.attributes import module_state
+from ..tracing.attributes import ModuleState, module_state
 from ..tracing.facts import Fact
 from ..tracing.inspection import is_user_file
 from ..tracing.objects import class_key, rebuild_object, rebuilt
 from ..tracing.records import set_record
+from ..tracing.script import Convertible, attribute_value
 from .backend import ValueHook, call_method
 
 __all__ = ["ExportBackend", "TorchScriptBackend"]
@@ -185,18 +186,6 @@ def _guards(
     return tuple(facts), accepts
 
 
-_HOLDERS = itertools.count()
-
-
-class _Holder(nn.Module):
-    """Holds a TorchScript module as ``root``: scripted, it gets a ``forward`` calling one of
-    the module's methods, which torch's converter (``forward`` only) can then convert."""
-
-    def __init__(self, root: torch.jit.ScriptModule) -> None:
-        super().__init__()
-        self.root = root
-
-
 class TorchScriptBackend:
     """TorchScript modules (``torch.jit.load``) converted to a torch.export program by torch's
     converter, then read as :class:`ExportBackend` reads exported programs. Any method with
@@ -217,10 +206,10 @@ class TorchScriptBackend:
         from torch._export.converter import TS2EPConverter  # private: see the class docstring
 
         try:
-            holder = _calling(self.module, method)
-            with warnings.catch_warnings():
+            prepared = Convertible(self.module, method)
+            with warnings.catch_warnings(), _quiet():
                 warnings.simplefilter("ignore")  # "Manually populate ... into state_dict"
-                program = TS2EPConverter(holder, tuple(inputs.values())).convert()
+                program = TS2EPConverter(prepared.holder, tuple(inputs.values())).convert()
         except Exception as e:
             raise TracingError(
                 f"torch could not convert TorchScript {owner} to a graph: {_summary(e)}"
@@ -233,6 +222,8 @@ class TorchScriptBackend:
         facts, accepts = _guards(gm, names, names) if plain else (_signatures(names), None)
         traced = TracedGraph(graph, constants, [], facts)
         traced.accepts = accepts
+        # The file's plain attributes the graph baked in (its setters may change them).
+        traced.module_state = (_script_state(self.module, prepared.attributes),)
         return traced
 
     def eager(self, root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
@@ -258,17 +249,11 @@ class TorchScriptBackend:
                     p.copy_(saved)
 
 
-def _calling(module: torch.jit.ScriptModule, method: str) -> torch.jit.ScriptModule:
-    """A scripted :class:`_Holder` of ``module`` whose ``forward`` calls ``module.<method>``."""
-    arguments = getattr(module, method).schema.arguments[1:]  # the first is self
-    params = ", ".join(f"{a.name}: {a.type.annotation_str}" for a in arguments)
-    names = ", ".join(a.name for a in arguments)
-    # A class of its own per holder: TorchScript shares one compiled type between the
-    # instances of a class, and a type's forward cannot be defined twice.
-    cls = type(f"_Holder{next(_HOLDERS)}", (_Holder,), {})
-    holder = torch.jit.script(cls(module))
-    holder.define(f"def forward(self, {params}):\n    return self.root.{method}({names})\n")
-    return holder
+def _script_state(module: torch.jit.ScriptModule, paths: tuple[str, ...]) -> ModuleState:
+    def read(_: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(attribute_value(module, p) for p in paths)
+
+    return ModuleState(weakref.ref(module), read, read({}))
 
 
 def _rebuild(

@@ -1,0 +1,149 @@
+"""TorchScript methods made ready for torch's TorchScript-to-export converter.
+
+The converter (``torch._export.converter.TS2EPConverter``) converts a scripted module's
+``forward`` and stops at control flow it cannot turn into ``torch.cond``. Files written for
+nn~ are full of it: cached convolutions branch on plain attributes (``if self.padding:``,
+``if not self.initialized:``) and on optional biases (``if self.bias is not None:``), which
+are decided once the file is loaded. :class:`Convertible` settles those decisions before the
+converter sees them:
+
+- a scripted holder's ``forward`` calls the wanted method (``encode``, ``decode``...);
+- the holder is frozen keeping every tensor attribute (weights stay bendable, streaming
+  caches stay buffers the graph updates), so plain attributes become constants;
+- an optional attribute that holds a tensor is typed as a tensor, so ``is not None`` folds;
+- constants are propagated, which removes the branches they decided.
+
+The plain attributes folded in are returned by path: a graph holds only while they keep the
+values it was converted with (a file's setters change them), and callers guard on them.
+
+Private TorchScript names used (checked on torch 2.13.0, by ``tests/tracing/test_script.py``):
+``torch._C._freeze_module``, ``torch.jit._recursive.wrap_cpp_module``, and the passes
+``_jit_pass_inline``, ``_jit_pass_peephole``, ``_jit_pass_constant_propagation``,
+``_jit_pass_dce``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["Convertible", "attribute_value"]
+
+_HOLDERS = itertools.count()
+
+
+class _Holder(nn.Module):
+    """Holds a TorchScript module as ``root``: scripted, it gets a ``forward`` calling one of
+    the module's methods, which torch's converter (``forward`` only) can then convert."""
+
+    def __init__(self, root: torch.jit.ScriptModule) -> None:
+        super().__init__()
+        self.root = root
+
+
+class Convertible:
+    """A scripted module whose ``forward`` runs ``method`` of a TorchScript module, ready for
+    torch's converter, and the plain attributes of that module its graph baked in."""
+
+    def __init__(self, module: torch.jit.ScriptModule, method: str) -> None:
+        holder = _holder(module, method)
+        graph = holder.graph.copy()
+        torch._C._jit_pass_inline(graph)
+        self.attributes = tuple(sorted(set(_plain_attributes(holder, graph))))
+        """Paths (from ``module``) of the plain attributes the method reads."""
+        self.holder = _settled(holder)
+        """The holder to convert: frozen and simplified if TorchScript could, else as is."""
+
+
+def attribute_value(module: torch.jit.ScriptModule, path: str) -> Any:
+    """The attribute at ``path`` of ``module``, hashable (lists become tuples)."""
+    return _hashable(_value(module, path.split(".")))
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _hashable(v)) for k, v in value.items())
+    return value
+
+
+def _holder(module: torch.jit.ScriptModule, method: str) -> torch.jit.ScriptModule:
+    """A scripted :class:`_Holder` of ``module`` whose ``forward`` calls ``module.<method>``."""
+    arguments = getattr(module, method).schema.arguments[1:]  # the first is self
+    params = ", ".join(f"{a.name}: {a.type.annotation_str}" for a in arguments)
+    names = ", ".join(a.name for a in arguments)
+    # A class of its own per holder: TorchScript shares one compiled type between the
+    # instances of a class, and a type's forward cannot be defined twice.
+    cls = type(f"_Holder{next(_HOLDERS)}", (_Holder,), {})
+    holder = torch.jit.script(cls(module))
+    holder.define(f"def forward(self, {params}):\n    return self.root.{method}({names})\n")
+    return holder
+
+
+def _nodes(block: Any) -> Iterator[Any]:
+    for node in block.nodes():
+        for inner in node.blocks():
+            yield from _nodes(inner)
+        yield node
+
+
+def _path(value: Any) -> list[str] | None:
+    """The attribute path of a ``prim::GetAttr`` chain from the graph's ``self``, else None."""
+    node = value.node()
+    if node.kind() == "prim::Param":
+        return []
+    if node.kind() != "prim::GetAttr":
+        return None
+    head = _path(node.input())
+    return None if head is None else [*head, node.s("name")]
+
+
+def _is_plain_type(kind: Any) -> bool:
+    return not isinstance(kind, (torch._C.TensorType, torch._C.ClassType)) and not (
+        isinstance(kind, torch._C.OptionalType)
+        and isinstance(kind.getElementType(), torch._C.TensorType)
+    )
+
+
+def _plain_attributes(holder: torch.jit.ScriptModule, graph: Any) -> Iterator[str]:
+    for node in _nodes(graph):
+        if node.kind() != "prim::GetAttr" or not _is_plain_type(node.output().type()):
+            continue
+        path = _path(node.output())
+        if path and path[0] == "root" and len(path) > 1:
+            yield ".".join(path[1:])
+
+
+def _settled(holder: torch.jit.ScriptModule) -> torch.jit.ScriptModule:
+    """``holder`` frozen with its tensors kept, optional tensors typed as tensors and the
+    decisions of plain attributes folded; ``holder`` itself where TorchScript cannot."""
+    try:
+        frozen = torch.jit._recursive.wrap_cpp_module(
+            torch._C._freeze_module(holder._c, [], True, True)
+        )
+    except RuntimeError:  # a module freezing refuses (interfaces...): the converter decides
+        return holder
+    graph = frozen.graph
+    for node in _nodes(graph):
+        if node.kind() != "prim::GetAttr":
+            continue
+        kind = node.output().type()
+        if isinstance(kind, torch._C.OptionalType):
+            path = _path(node.output())
+            if path is not None and isinstance(_value(frozen, path), torch.Tensor):
+                node.output().setType(kind.getElementType())
+    torch._C._jit_pass_peephole(graph)
+    torch._C._jit_pass_constant_propagation(graph)
+    torch._C._jit_pass_dce(graph)
+    return frozen
+
+
+def _value(module: Any, path: list[str]) -> Any:
+    for atom in path:
+        module = getattr(module, atom)
+    return module
