@@ -111,4 +111,4 @@ def test_demo_renders_files_and_picture(tmp_path):
     renders = run_demo(tmp_path, seconds=0.5)
     assert set(renders) == {"bass", "drums", "pad"}
     assert (tmp_path / "spectrograms.png").stat().st_size > 0
-    assert len(list(tmp_path.glob("*.wav"))) == 12
+    assert len(list(tmp_path.glob("*.wav"))) == 15  # the inputs, reconstructions, bendings

@@ -151,6 +151,15 @@ def test_ramped_control_spreads_a_jump_over_the_block(bended):
     assert torch.all(ramp.diff() > 0)
     assert ramp.diff().abs().max() < 0.02
     assert torch.equal(identity(x), x)
+    identity.update("gain", 0.0, ramp=False)  # a jump: between two sounds, say
+    assert torch.equal(identity(x), torch.zeros(1, 1, 64))
+
+
+def test_a_jump_of_a_ramped_weight_control_reaches_the_weight_at_once(bended):
+    gain = tb.BendingParameter("gain", 1.0, ramp=4)
+    bended.bend(tb.Scale(gain), r"b\.weight")
+    bended.update("gain", 0.0, ramp=False)
+    assert torch.equal(bended.weight("b.weight"), torch.zeros_like(bended.weight("b.weight")))
 
 
 def test_weight_bendings_crossfade_over_ramp_calls(bended):

@@ -276,14 +276,15 @@ class BendedModule(nn.Module):
         """The named controls of the bendings applied, by name."""
         return self._board.controllables()
 
-    def update(self, name: str, value: float | int | bool) -> None:
-        """Set control ``name`` to ``value``; the next call sees it.
+    def update(self, name: str, value: float | int | bool, *, ramp: bool = True) -> None:
+        """Set control ``name`` to ``value``; the next call sees it (at once with
+        ``ramp=False``, else spread over the control's ramp).
 
         No re-trace and no recompilation: activation callbacks read controls when they run;
         weight bendings that depend on the control are recomputed once, only for the weights
         they bend (crossfaded over ``ramp`` calls if the control has a ramp).
         """
-        self._board.update(name, value)
+        self._board.update(name, value, ramp)
 
     # -- versions --------------------------------------------------------------------------------
 

@@ -123,14 +123,15 @@ class BendingParameter:
             return bool(self.value)
         return self.value
 
-    def set(self, value: Number) -> None:
-        """Change the value (checked against the range); starts a ramp if ``ramp > 0``.
+    def set(self, value: Number, ramp: bool = True) -> None:
+        """Change the value (checked against the range); starts a ramp if ``ramp > 0``,
+        unless ``ramp=False`` (a jump: between two sounds, say).
 
         The readers follow at once (see :meth:`attach`).
         """
         checked = float(self._check(value))
         self._start = self.current_start()
-        self._step = 0 if self.ramp else self.ramp
+        self._step = 0 if ramp and self.ramp else self.ramp
         self.value = checked
         self._push()
 

@@ -15,19 +15,25 @@ __all__ = ["BENDINGS", "SOUNDS", "run_demo"]
 SOUNDS = Path(__file__).resolve().parents[1] / "assets" / "sounds"
 
 BENDINGS = {
-    "noisy_decoder_weight": "Noise(std=0.3, seed=0) on the weight of decoder block 5",
+    "reconstruction": "none: the shipped model unbent (compare with the input)",
+    "noisy_decoder_weight": "Noise(std=0.3 x the weight's std, seed=0) on the weight of decoder "
+    "block 5",
     "masked_hidden_channels": "Mask(prob=0.5, dim=-2, seed=1) on the channels of encoder_8",
     "latent_sweep": "Scale(depth) on the latent (encoder_11), depth swept 1 -> -2 across the file",
 }
 
 
+_FFT, _HOP = 1024, 256
+
+
 def _spectrogram(audio: torch.Tensor) -> torch.Tensor:
-    window = torch.hann_window(1024)
-    spec = torch.stft(audio.flatten(), 1024, 256, window=window, return_complex=True).abs()
-    return 20 * torch.log10(spec + 1e-5)
+    """Magnitude in dB re full scale (a full-scale sine reads 0 dB)."""
+    window = torch.hann_window(_FFT)
+    spec = torch.stft(audio.flatten(), _FFT, _HOP, window=window, return_complex=True).abs()
+    return 20 * torch.log10(spec * 2 / window.sum() + 1e-5)
 
 
-def _picture(renders: dict[str, dict[str, torch.Tensor]], path: Path) -> None:
+def _picture(renders: dict[str, dict[str, torch.Tensor]], path: Path, rate: int) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -37,25 +43,36 @@ def _picture(renders: dict[str, dict[str, torch.Tensor]], path: Path) -> None:
     fig, axes = plt.subplots(
         len(sounds), len(variants), figsize=(3.2 * len(variants), 2.4 * len(sounds)), squeeze=False
     )
+    image = None
     for i, sound in enumerate(sounds):
         for j, variant in enumerate(variants):
             ax = axes[i][j]
-            ax.imshow(
-                _spectrogram(renders[sound][variant]).numpy(),
+            spec = _spectrogram(renders[sound][variant])
+            seconds = renders[sound][variant].shape[-1] / rate
+            image = ax.imshow(
+                spec.numpy(),
                 origin="lower",
                 aspect="auto",
-                vmin=-80,
-                vmax=20,
+                vmin=-100,
+                vmax=0,
                 cmap="magma",
+                extent=(0.0, seconds, 0.0, rate / 2000),
             )
-            ax.set_xticks([])
-            ax.set_yticks([])
+            ax.tick_params(labelsize=7)
             if i == 0:
                 ax.set_title(variant.replace("_", " "), fontsize=9)
+            if i == len(sounds) - 1:
+                ax.set_xlabel("time (s)", fontsize=8)
             if j == 0:
-                ax.set_ylabel(sound, fontsize=9)
-    fig.suptitle("torchbend demo: spectrograms of the shipped sounds, original and bended")
-    fig.tight_layout()
+                ax.set_ylabel(f"{sound}\nfrequency (kHz)", fontsize=8)
+    fig.suptitle(
+        "torchbend demo: spectrograms of the shipped sounds: the input, the model's "
+        "reconstruction (unbent) and three bendings"
+    )
+    fig.tight_layout(rect=(0.0, 0.0, 0.93, 1.0))
+    assert image is not None
+    bar = fig.colorbar(image, ax=axes, fraction=0.02, pad=0.01)
+    bar.set_label("level (dB re full scale)")
     fig.savefig(path, dpi=80)
     plt.close(fig)
 
@@ -87,18 +104,24 @@ def run_demo(out: Path, seconds: float | None = None) -> dict[str, dict[str, tor
     bended = BendedModule(model)
     block = 2048
     example = next(iter(sounds.values()))[None, :, :block]
+    print(f"Tracing the shipped model on a {block}-sample block...", flush=True)
     bended.trace("forward", x=example)
     print("Activations of the shipped model's forward (call_module nodes):")
     bended.print_activations(op="call_module")
 
     depth = BendingParameter("depth", 1.0, range=(-4.0, 4.0), ramp=1)
+    spread = float(bended.weight("decoder.5.weight").std())
     setups: dict[str, list[tuple[BendingCallback, str]]] = {
-        "original": [],
-        "noisy_decoder_weight": [(Noise(std=0.3, seed=0), r"decoder\.5\.weight")],
+        "reconstruction": [],
+        "noisy_decoder_weight": [(Noise(std=0.3 * spread, seed=0), r"decoder\.5\.weight")],
         "masked_hidden_channels": [(Mask(prob=0.5, dim=-2, seed=1), "encoder_8$")],
         "latent_sweep": [(Scale(depth), "encoder_11$")],
     }
     renders: dict[str, dict[str, torch.Tensor]] = {name: {"input": a} for name, a in sounds.items()}
+    written = []
+    for name, audio in sounds.items():
+        written.append(out / f"{name}_input.wav")
+        save(written[-1], audio, rate)
 
     def sweep(i: int, count: int) -> None:
         bended.update("depth", 1.0 - 3.0 * i / max(count - 1, 1))
@@ -110,23 +133,24 @@ def run_demo(out: Path, seconds: float | None = None) -> dict[str, dict[str, tor
             for cb, pattern in todo:
                 bended.bend(cb, pattern)
             for name, audio in sounds.items():
+                print(f"  rendering {name} ({label.replace('_', ' ')})...", flush=True)
                 stream = Stream(bended, method="forward", block_size=block, sample_rate=rate)
                 stream.reset()
                 if label == "latent_sweep":
+                    bended.update("depth", 1.0, ramp=False)  # no ramp left from the last sound
                     y = stream.process(audio, before_block=sweep)
-                    bended.update("depth", 1.0)
                 else:
                     y = stream.process(audio)
                 renders[name][label] = y
-                save(out / f"{name}_{label}.wav", y, rate)
+                written.append(out / f"{name}_{label}.wav")
+                save(written[-1], y, rate)
                 timings[label] = stream.stats.realtime_factor
-    _picture(renders, out / "spectrograms.png")
+    _picture(renders, out / "spectrograms.png", rate)
     print("\nBendings:")
     for label, text in BENDINGS.items():
         print(f"  {label:>24}: {text}")
-    print("\nRealtime factor of the streamed renders (block 2048):")
+    print(f"\nRealtime factor of the streamed renders (block {block}):")
     for label, factor in timings.items():
-        print(f"  {label:>24}: {factor:.0f}x realtime")
-    count = sum(len(v) for v in renders.values())
-    print(f"\nWrote {count} WAV files and spectrograms.png to {out}/")
+        print(f"  {label:>24}: {factor:.1f}x realtime")
+    print(f"\nWrote {len(written)} WAV files and spectrograms.png to {out}/")
     return renders

@@ -55,7 +55,7 @@ class ControlBoard:
                     f"(bended.controllables[{control.name!r}]) or give this one another name"
                 )
 
-    def update(self, name: str, value: float | int | bool) -> None:
+    def update(self, name: str, value: float | int | bool, ramp: bool = True) -> None:
         controls = self.controls()
         if name not in controls:
             raise BendingError(
@@ -63,7 +63,7 @@ class ControlBoard:
                 + did_you_mean(name, controls)
             )
         control, readers = controls[name]
-        control.set(value)  # pushes the value into the callbacks, which derive state if needed
+        control.set(value, ramp)  # pushes the value into the callbacks (they derive state)
         weights = list(dict.fromkeys(w for b in readers for w in b.weights))
         if control.ramping():
             self.ramping[name] = control
