@@ -19,3 +19,18 @@ def test_model_doc_python_blocks_run(monkeypatch: pytest.MonkeyPatch) -> None:
         namespace: dict[str, object] = {"__name__": "__model_doc__"}
         exec(compile(block, "docs/model.md", "exec"), namespace)
     assert namespace["y_bent"].shape == namespace["y"].shape  # type: ignore[attr-defined]
+
+
+def test_the_quality_tables_of_docs_model_md_are_the_report_of_the_shipped_weights() -> None:
+    import importlib.util
+
+    from torchbend import models
+
+    spec = importlib.util.spec_from_file_location("model_report", ROOT / "scripts/model_report.py")
+    assert spec is not None and spec.loader is not None
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    lines = report.measure(models.load("tiny_rave"))
+    text = (ROOT / "docs/model.md").read_text()
+    section = text[text.index("<!-- quality:") : text.index("<!-- /quality -->")]
+    assert "\n".join(lines) in section, "run: python scripts/model_report.py --write docs/model.md"

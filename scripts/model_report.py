@@ -1,0 +1,179 @@
+"""Measure the shipped model's reconstructions and write the results into docs/model.md.
+
+Run: python scripts/model_report.py [--write docs/model.md] [--model tiny_rave]
+
+Offline renders (one call on the whole signal, one thread) of: the shipped sounds; held-out
+sounds made by scripts/make_assets.py's generators with another seed (never trained on);
+test signals it generates (sines from 100 Hz to 2 kHz at -15 dBFS, a steady 110.25 Hz saw,
+a chord, digital silence). The measures are torchbend.audio.quality's; the spectral distance
+is printed next to calibration rows (the input itself at -3 dB, with noise at -60 dB, with an
+11025 Hz tone at -40 dBFS) so that the number means something. The targets are those of the
+shipped model's specification (issue 11); each row says whether it holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import platform
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from torchbend import models
+from torchbend.audio import load
+from torchbend.audio import quality as q
+
+ROOT = Path(__file__).resolve().parents[1]
+RATE = 44100
+HELD_OUT_SEED = 20261123
+
+
+def _assets_module():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("make_assets", ROOT / "scripts/make_assets.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sounds() -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """The shipped sounds and held-out ones, mono ``[time]`` at 44.1 kHz."""
+    shipped = {
+        p.stem: load(p, sample_rate=RATE, mono=True)[0][0]
+        for p in sorted((ROOT / "assets/sounds").glob("*.wav"))
+    }
+    assets = _assets_module()
+    rng = np.random.default_rng(HELD_OUT_SEED)
+    held = {
+        f"{name} (held out)": torch.from_numpy(assets.normalize(make(4.0, rng))).float()
+        for name, make in [("drums", assets.drums), ("bass", assets.bass), ("pad", assets.pad)]
+    }
+    return shipped, held
+
+
+def renderer(model: torch.nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+    ratio = int(getattr(model, "ratio", 1))
+
+    def render(x: torch.Tensor) -> torch.Tensor:
+        n = x.numel() // ratio * ratio
+        with torch.inference_mode():
+            return model(x[None, None, :n])[0, 0]
+
+    return render
+
+
+def _cut(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return x[: y.numel()]
+
+
+def measure(model: torch.nn.Module) -> list[str]:
+    render = renderer(model)
+    ratio = int(getattr(model, "ratio", 1))
+    bands = int(getattr(model, "bands", 1))
+    lines = ["### Sounds", ""]
+    lines += [
+        "| sound | loudness in (LUFS) | out (LUFS) | difference (LU) | within 1 LU | DC out | "
+        "spectral distance |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    shipped, held = sounds()
+    worst = 0.0
+    for name, x in {**shipped, **held}.items():
+        y = render(x)
+        x = _cut(x, y)
+        a, b = q.loudness_lufs(x, RATE), q.loudness_lufs(y, RATE)
+        worst = max(worst, abs(b - a))
+        lines.append(
+            f"| {name} | {a:.1f} | {b:.1f} | {b - a:+.1f} | {'yes' if abs(b - a) <= 1 else 'no'} "
+            f"| {q.dc(y):+.4f} | {q.spectral_distance(y, x):.2f} |"
+        )
+    lines += ["", "### Calibration of the spectral distance (on the shipped sounds)", ""]
+    lines += ["| degradation of the input | spectral distance |", "|---|---|"]
+    noise = torch.Generator().manual_seed(0)
+    for label, damage in [
+        ("the input itself at -3 dB", lambda x: x * 10 ** (-3 / 20)),
+        (
+            "the input plus white noise at -60 dBFS",
+            lambda x: x + 10 ** (-60 / 20) * torch.randn(x.numel(), generator=noise),
+        ),
+        (
+            "the input plus an 11025 Hz tone at -40 dBFS",
+            lambda x: x + q.sine(11025, x.numel() / RATE + 1, RATE, -40)[: x.numel()],
+        ),
+    ]:
+        scores = [q.spectral_distance(damage(x), x) for x in shipped.values()]
+        lines.append(f"| {label} | {sum(scores) / len(scores):.2f} |")
+
+    lines += ["", "### Test signals", ""]
+    lines += ["| measure | value | target | holds |", "|---|---|---|---|"]
+
+    def row(name: str, value: float, target: str, holds: bool, unit: str = "dB") -> None:
+        lines.append(f"| {name} | {value:.1f} {unit} | {target} | {'yes' if holds else 'no'} |")
+
+    for freq in (100.0, 220.0, 440.0, 1000.0, 2000.0):
+        x = q.sine(freq, 2.0, RATE)
+        y = render(x)
+        gain = q.tone_gain_db(y, _cut(x, y), freq, RATE)
+        row(f"gain of a {freq:.0f} Hz sine at -15 dBFS", gain, "within ±6 dB", abs(gain) <= 6)
+    saw_in = 0.3 * (2 * (torch.arange(4 * RATE) % 400).float() / 400 - 1)
+    contrast = q.harmonic_contrast_db(render(saw_in), 110.25, RATE)
+    row(
+        "110.25 Hz saw: power on harmonics over between", contrast, "at least 20 dB", contrast >= 20
+    )
+    chord = sum(q.sine(f, 6.0, RATE, -20) for f in (233.0, 311.0, 467.0))
+    y = render(chord)
+    for period, what in [(bands, "band count"), (ratio, "compression ratio")]:
+        level = q.locked_lines_db(y, _cut(chord, y), period)
+        row(
+            f"lines locked to the sample index mod {period} ({what}), chord in, re input RMS",
+            level,
+            "below -60 dB",
+            level < -60,
+        )
+    silence = render(torch.zeros(2 * RATE))
+    row(
+        "digital silence in: level out",
+        q.level_dbfs(silence),
+        "at most -70 dBFS",
+        (q.level_dbfs(silence) <= -70),
+        "dBFS",
+    )
+    lines.append(
+        f"| digital silence in: DC out | {q.dc(silence):+.5f} | below 1e-3 | "
+        f"{'yes' if abs(q.dc(silence)) < 1e-3 else 'no'} |"
+    )
+    lines.append(
+        f"| worst loudness difference on the sounds | {worst:.1f} LU | at most 1 LU | "
+        f"{'yes' if worst <= 1 else 'no'} |"
+    )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="tiny_rave")
+    parser.add_argument("--write", type=Path, help="Markdown file with a 'quality' section")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    model = models.load(args.model)
+    header = [
+        f"Measured by `python scripts/model_report.py --write docs/model.md` on "
+        f"{platform.machine()} ({platform.python_implementation()} "
+        f"{platform.python_version()}, torch {torch.__version__}), model `{args.model}`.",
+        "",
+    ]
+    lines = header + measure(model)
+    print("\n".join(lines))
+    if args.write:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from bench_call import write_section
+
+        write_section(args.write, "quality", lines)
+
+
+if __name__ == "__main__":
+    main()
