@@ -112,7 +112,8 @@ def measure(model: torch.nn.Module) -> list[str]:
     lines += ["| measure | value | target | holds |", "|---|---|---|---|"]
 
     def row(name: str, value: float, target: str, holds: bool, unit: str = "dB") -> None:
-        lines.append(f"| {name} | {value:.1f} {unit} | {target} | {'yes' if holds else 'no'} |")
+        shown = f"{value:+.5f}" if unit == "" else f"{value:.1f} {unit}"
+        lines.append(f"| {name} | {shown} | {target} | {'yes' if holds else 'no'} |")
 
     for freq in (100.0, 220.0, 440.0, 1000.0, 2000.0):
         x = q.sine(freq, 2.0, RATE)
@@ -135,21 +136,11 @@ def measure(model: torch.nn.Module) -> list[str]:
             level < -60,
         )
     silence = render(torch.zeros(2 * RATE))
-    row(
-        "digital silence in: level out",
-        q.level_dbfs(silence),
-        "at most -70 dBFS",
-        (q.level_dbfs(silence) <= -70),
-        "dBFS",
-    )
-    lines.append(
-        f"| digital silence in: DC out | {q.dc(silence):+.5f} | below 1e-3 | "
-        f"{'yes' if abs(q.dc(silence)) < 1e-3 else 'no'} |"
-    )
-    lines.append(
-        f"| worst loudness difference on the sounds | {worst:.1f} LU | at most 1 LU | "
-        f"{'yes' if worst <= 1 else 'no'} |"
-    )
+    level = q.level_dbfs(silence)
+    row("digital silence in: level out", level, "at most -70 dBFS", level <= -70, "dBFS")
+    offset = q.dc(silence)
+    row("digital silence in: DC out", offset, "below 1e-3", abs(offset) < 1e-3, "")
+    row("worst loudness difference on the sounds", worst, "at most 1 LU", worst <= 1, "LU")
     return lines
 
 

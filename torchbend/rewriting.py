@@ -13,6 +13,7 @@ from torch import nn
 
 from .callbacks.base import BendingCallback
 from .tracing import Fact, FlowStep, TracedGraph
+from .tracing.objects import attribute_at
 from .tracing.records import META_KEY
 from .tracing.surgery import SLOTS, insert_slots, is_slot
 
@@ -100,9 +101,7 @@ def build_graph_module(
             while flat in paths:
                 flat += "_"
             flat_of[target], paths[flat] = flat, target
-            root[flat] = (
-                view.get_submodule(target) if node.op == "call_module" else _fetch(view, target)
-            )
+            root[flat] = attribute_at(view, target)
         node.target = flat_of[target]
     gm = torch.fx.GraphModule(root, graph, class_name=class_name)
     gm.meta[META_KEY] = GraphModuleRecord(
@@ -117,19 +116,10 @@ def _node_of_slot(slot: torch.fx.Node) -> str:
     return source.name
 
 
-def _fetch(module: nn.Module, target: str) -> Any:
-    obj: Any = module
-    for atom in target.split("."):
-        obj = getattr(obj, atom)
-    return obj
-
-
 def install_view(gm: torch.fx.GraphModule, view: nn.Module) -> None:
     """Point ``gm``'s modules and weights at ``view`` (after weight bending changed)."""
     for flat, path in graph_module_record(gm).paths.items():
-        current = gm._modules.get(flat)
-        value = view.get_submodule(path) if current is not None else _fetch(view, path)
-        _assign(gm, flat, value)
+        _assign(gm, flat, attribute_at(view, path))
 
 
 def _assign(gm: nn.Module, target: str, value: Any) -> None:

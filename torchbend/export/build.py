@@ -85,7 +85,7 @@ class ExportedModule(nn.Module):
 
 def build(plan: ExportPlan) -> ExportedModule:
     """The unscripted container: copies of the weights, callbacks and graphs."""
-    view = _copied(plan.bended.weights_view)
+    view = copy.deepcopy(plan.bended.weights_view)
     for p in view.parameters():
         p.requires_grad_(False)
     weight_leaves = {i for w in plan.weights for i in w.callbacks}
@@ -97,27 +97,6 @@ def build(plan: ExportPlan) -> ExportedModule:
         weights.append((base, view.get_parameter(w.name).detach()))
     values = {name: c.control.get() for name, c in plan.controls.items()}
     return ExportedModule(graphs, scripted, weights, values)
-
-
-def _copied(weights: nn.Module) -> nn.Module:
-    """A copy of ``weights`` for graphs to read. Of a TorchScript module, a plain module tree
-    holding its parameters and buffers only (graphs read nothing else of it, and scripting
-    cannot take compiled submodules into a new module)."""
-    if not isinstance(weights, torch.jit.ScriptModule):
-        return copy.deepcopy(weights)
-    tree = nn.Module()
-    for name, tensor in [*weights.named_parameters(), *weights.named_buffers()]:
-        path, _, leaf = name.rpartition(".")
-        owner = tree
-        for atom in path.split(".") if path else []:
-            if not hasattr(owner, atom):
-                owner.add_module(atom, nn.Module())
-            owner = getattr(owner, atom)
-        if isinstance(tensor, nn.Parameter):
-            owner.register_parameter(leaf, nn.Parameter(tensor.detach().clone()))
-        else:
-            owner.register_buffer(leaf, tensor.detach().clone())
-    return tree
 
 
 def _script_callback(leaf: BendingCallback, weights: bool) -> nn.Module:

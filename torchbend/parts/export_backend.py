@@ -34,9 +34,9 @@ from ..tracing import NodeRecord, TracedGraph
 from ..tracing.attributes import ModuleState, module_state
 from ..tracing.facts import Fact
 from ..tracing.inspection import is_user_file
-from ..tracing.objects import class_key, rebuild_object, rebuilt
+from ..tracing.objects import attribute_at, class_key, rebuild_object, rebuilt
 from ..tracing.records import set_record
-from ..tracing.script import Convertible, attribute_value
+from ..tracing.script import Convertible, attribute_reader
 from .backend import ValueHook, call_method
 
 __all__ = ["ExportBackend", "TorchScriptBackend"]
@@ -236,7 +236,7 @@ class TorchScriptBackend:
         file's module for the call, then put back)."""
         swapped = []
         for name, p in self.module.named_parameters():
-            current = _fetch(root, name)
+            current = attribute_at(root, name)
             if current is not p:
                 swapped.append((p, p.detach().clone()))
                 with torch.no_grad():
@@ -250,10 +250,10 @@ class TorchScriptBackend:
 
 
 def _script_state(module: torch.jit.ScriptModule, paths: tuple[str, ...]) -> ModuleState:
-    def read(_: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(attribute_value(module, p) for p in paths)
-
-    return ModuleState(weakref.ref(module), read, read({}))
+    """The guard on a TorchScript module's plain attributes at ``paths`` (its ``__dict__``,
+    which :class:`ModuleState` hands to ``read``, does not hold them)."""
+    reader = attribute_reader(module, paths)
+    return ModuleState(weakref.ref(module), lambda _: reader(), reader())
 
 
 def _rebuild(
@@ -290,7 +290,7 @@ def _rebuild(
             target = _strip_root(str(node.target))
             if not _has_attribute(root, target):
                 target = re.sub(r"\W", "_", target)
-                constants[target] = _fetch(gm, str(node.target))
+                constants[target] = attribute_at(gm, str(node.target))
             env[node] = graph.get_attr(target)  # weights and constants: not activations
             continue
         else:
@@ -373,13 +373,7 @@ def _example(size: int | torch.SymInt) -> int | None:
 
 def _has_attribute(root: nn.Module, path: str) -> bool:
     try:
-        _fetch(root, path)
+        attribute_at(root, path)
     except AttributeError:
         return False
     return True
-
-
-def _fetch(obj: Any, path: str) -> Any:
-    for atom in path.split(".") if path else []:
-        obj = getattr(obj, atom)
-    return obj

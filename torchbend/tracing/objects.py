@@ -9,11 +9,19 @@ from typing import Any
 
 import torch.fx
 
-__all__ = ["class_key", "find_class", "object_fields", "rebuild_object", "rebuilt"]
+__all__ = ["attribute_at", "class_key", "find_class", "object_fields", "rebuild_object", "rebuilt"]
 
 # Classes of the objects graphs rebuild, by the name their nodes carry: torch.fx writes
 # arguments into generated code by ``repr``, which a class has no usable form of.
 _CLASSES: dict[str, type] = {}
+
+
+def attribute_at(obj: Any, path: str) -> Any:
+    """``obj.a.b.c`` for ``path`` ``"a.b.c"`` (``obj`` itself for ``""``): submodules, weights
+    and attributes by their dotted path, of any object (TorchScript modules included)."""
+    for atom in path.split(".") if path else []:
+        obj = getattr(obj, atom)
+    return obj
 
 
 def class_key(cls: type) -> str:
@@ -29,9 +37,7 @@ def find_class(key: str) -> type:
     cls = _CLASSES.get(key)
     if cls is None:  # a graph made in another process: import the class by its name
         module, _, qualname = key.partition(":")
-        obj: Any = importlib.import_module(module)
-        for atom in qualname.split("."):
-            obj = getattr(obj, atom)
+        obj = attribute_at(importlib.import_module(module), qualname)
         cls = _CLASSES.setdefault(key, obj)
     return cls
 

@@ -25,13 +25,15 @@ Private TorchScript names used (checked on torch 2.13.0, by ``tests/tracing/test
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
 from torch import nn
 
-__all__ = ["Convertible", "attribute_value"]
+from .objects import attribute_at
+
+__all__ = ["Convertible", "attribute_reader", "attribute_value"]
 
 _HOLDERS = itertools.count()
 
@@ -59,9 +61,26 @@ class Convertible:
         """The holder to convert: frozen and simplified if TorchScript could, else as is."""
 
 
+def attribute_reader(
+    module: torch.jit.ScriptModule, paths: Sequence[str]
+) -> Callable[[], tuple[Any, ...]]:
+    """A function giving the attributes at ``paths`` of ``module`` as they are now, hashable
+    (lists become tuples). Their owners are found once: a read is one C++ lookup each, cheap
+    enough for every call of a bended module."""
+    owners = []
+    for path in paths:
+        owner, _, name = path.rpartition(".")
+        owners.append((attribute_at(module, owner)._c, name))
+
+    def read() -> tuple[Any, ...]:
+        return tuple(_hashable(c.getattr(name)) for c, name in owners)
+
+    return read
+
+
 def attribute_value(module: torch.jit.ScriptModule, path: str) -> Any:
     """The attribute at ``path`` of ``module``, hashable (lists become tuples)."""
-    return _hashable(_value(module, path.split(".")))
+    return attribute_reader(module, [path])()[0]
 
 
 def _hashable(value: Any) -> Any:
@@ -135,15 +154,9 @@ def _settled(holder: torch.jit.ScriptModule) -> torch.jit.ScriptModule:
         kind = node.output().type()
         if isinstance(kind, torch._C.OptionalType):
             path = _path(node.output())
-            if path is not None and isinstance(_value(frozen, path), torch.Tensor):
+            if path is not None and isinstance(attribute_at(frozen, ".".join(path)), torch.Tensor):
                 node.output().setType(kind.getElementType())
     torch._C._jit_pass_peephole(graph)
     torch._C._jit_pass_constant_propagation(graph)
     torch._C._jit_pass_dce(graph)
     return frozen
-
-
-def _value(module: Any, path: list[str]) -> Any:
-    for atom in path:
-        module = getattr(module, atom)
-    return module
