@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import platform
 import statistics
 import sys
 import time
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from bench_call import write_section
+from bench_call import cpu_name, write_section
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "zoo")]
@@ -113,17 +112,6 @@ def _ratio(seconds: float | None, base: float | None) -> str:
     return "-" if seconds is None or base is None else f"{seconds / base:.2f}x"
 
 
-def _cpu() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), else the platform's."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -133,7 +121,7 @@ def main() -> None:
     logging.disable(logging.CRITICAL)  # torch.export logs the graphs it fails on
     torch.set_num_threads(1)
     lines = [
-        f"Measured on {_cpu()} ({os.cpu_count()} cores), one thread, "
+        f"Measured on {cpu_name()} ({os.cpu_count()} cores), one thread, "
         f"torch {torch.__version__}, median of {args.rounds} interleaved rounds.",
         "",
         "| model | eager call | torch.export alone | concrete backend | ratio | export backend "

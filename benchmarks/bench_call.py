@@ -9,6 +9,7 @@ of each bended variant to the plain module measured in the same run.
 from __future__ import annotations
 
 import argparse
+import platform
 import random
 import re
 import statistics
@@ -46,12 +47,16 @@ def interleaved(
     rounds: int,
     pairs: Sequence[tuple[str, str]] = (),
     warmup: int = 1,
+    burst: int = 1,
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Median seconds per call of each function, and median ratio to the first function.
 
-    Each round calls every function once, in a shuffled order (seeded); the ratio of a
-    function is taken within each round, then the median over rounds is reported. Each
-    ``(a, b)`` of ``pairs`` adds the ratio ``"a / b"`` measured the same way.
+    Each round calls every function, in a shuffled order (seeded); the ratio of a function
+    is taken within each round, then the median over rounds is reported. Each ``(a, b)`` of
+    ``pairs`` adds the ratio ``"a / b"`` measured the same way. With ``burst > 1`` a round
+    calls each function once untimed then ``burst`` times in a row, and times the mean of
+    those: each runs with its own data in the caches, as it would alone, while the rounds
+    still interleave the functions against drifts of the machine.
     """
     times: dict[str, list[float]] = {k: [] for k in fns}
     rng = random.Random(0)
@@ -62,9 +67,13 @@ def interleaved(
         order = list(fns)
         rng.shuffle(order)
         for name in order:
+            fn = fns[name]
+            if burst > 1:
+                fn()
             t0 = time.perf_counter()
-            fns[name]()
-            times[name].append(time.perf_counter() - t0)
+            for _ in range(burst):
+                fn()
+            times[name].append((time.perf_counter() - t0) / burst)
     base = next(iter(fns))
     medians = {k: statistics.median(v) for k, v in times.items()}
     ratios = {k: statistics.median(a / b for a, b in zip(v, times[base])) for k, v in times.items()}
@@ -86,6 +95,17 @@ def bended_variants(package: Any, model: nn.Module, x: torch.Tensor) -> dict[str
             bended.bend(package.Scale(0.5), r"convs\.3\.weight")
         variants[label] = bended
     return variants
+
+
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else the platform's."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def write_section(path: Path, name: str, lines: list[str]) -> None:

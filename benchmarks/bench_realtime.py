@@ -1,31 +1,42 @@
 """Realtime factor of streaming the shipped model block by block, bent and unbent, on one thread.
 
 Run: python benchmarks/bench_realtime.py [--quick] [--sample-rate 44100]
+     [--write docs/realtime.md] [--profile]
 
-For each block size, one round processes one block with each variant, in a shuffled order
-(seeded): the plain model, the BendedModule with nothing bent, and the BendedModule with a
-Mask on an activation and a Scale on a weight. Reported: the median compute time per block,
-the realtime factor (block duration / median time) and the median over rounds of each
-variant's time over the plain model's in the same round. The model is
+For each block size, one round processes a burst of 8 consecutive blocks with each variant
+(after one untimed block, so that each runs with its own weights in the caches, as a stream
+does), the variants in a shuffled order (seeded): the plain model, the BendedModule with
+nothing bent, the BendedModule with a Mask on an activation and a Scale on a weight, and that
+bent model exported for nn~ (``tb.export.nntilde``) and loaded back with ``torch.jit.load``.
+Reported: the median compute time per block (mean over a burst), the realtime factor (block
+duration / median time) and the median over rounds of each variant's time over the plain
+model's in the same round. The model is
 ``torchbend.models.load()`` (trained weights); without them, the same architecture untrained
-(same cost); without ``torchbend.models``, a conv stack (printed).
+(same cost); without ``torchbend.models``, a conv stack (printed). ``--profile`` prints
+instead where the plain model's time goes (torch's profiler, operators by self time) at
+blocks of 256 and 2048.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import os
 import platform
+import tempfile
+import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
-from bench_call import interleaved
+from bench_call import cpu_name, interleaved, write_section
 from torch import nn
 
 import torchbend as tb
 from torchbend.audio.stream import Stream
 
 BLOCK_SIZES = (256, 512, 1024, 2048, 4096, 8192)
+BURST = 8  # consecutive blocks per variant and round, as a stream runs them
 
 
 class CausalConvStack(nn.Module):
@@ -66,11 +77,11 @@ def load_model() -> tuple[nn.Module, str, str, str]:
     set_streaming = getattr(model, "set_streaming", None)
     if callable(set_streaming):
         set_streaming(True)
-    return model, label, r"decoder_4$", r"decoder\.5\.weight"
+    return model, label, r"decoder_1$", r"decoder\.2\.weight"
 
 
 def variants(
-    model: nn.Module, block: int, activation: str, weight: str
+    model: nn.Module, block: int, activation: str, weight: str, folder: Path
 ) -> dict[str, Callable[[], object]]:
     x = torch.randn(1, block, generator=torch.Generator().manual_seed(0)) * 0.1
     unbent = tb.BendedModule(model)
@@ -79,49 +90,114 @@ def variants(
     bent.trace(x=torch.zeros(1, 1, block))
     bent.bend(tb.Mask(0.3, dim=-2, seed=0), activation)
     bent.bend(tb.Scale(0.8), weight)
+    path = folder / f"bent_{block}.ts"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tb.export.nntilde(bent, path, methods=["forward"])
+    ratio = int(getattr(model, "ratio", 1))
     streams = {
         "plain module": Stream(model, block_size=block),
         "bended, nothing bent": Stream(unbent, block_size=block),
         "bended, Mask + Scale": Stream(bent, block_size=block),
+        "nn~ file of the bent model": Stream(torch.jit.load(path), block_size=block, ratio=ratio),
     }
     return {k: functools.partial(s.process_block, x) for k, s in streams.items()}
+
+
+def profile(model: nn.Module) -> None:
+    """Operators by self time when streaming ``model`` at blocks of 256 and 2048 samples."""
+    from torch.profiler import profile as profiler
+
+    for block in (256, 2048):
+        stream = Stream(model, block_size=block)
+        x = torch.randn(1, block) * 0.1
+        for _ in range(20):
+            stream.process_block(x)
+        with profiler() as prof:
+            for _ in range(200):
+                stream.process_block(x)
+        print(f"\nblock {block}, 200 blocks:")
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="few rounds (a smoke test)")
     parser.add_argument("--sample-rate", type=int, default=44100)
+    parser.add_argument("--blocks", type=int, nargs="+", default=list(BLOCK_SIZES))
+    parser.add_argument(
+        "--write",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="Markdown files with a 'bench_realtime' section (the table) or a "
+        "'bench_realtime_summary' one (a sentence), e.g. docs/realtime.md README.md",
+    )
+    parser.add_argument("--profile", action="store_true", help="where the plain model's time goes")
     args = parser.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
     model, label, activation, weight = load_model()
-    print(f"model: {label}")
-    print(f"bent: Mask(0.3, dim=-2) on activation {activation!r}, Scale(0.8) on {weight!r}")
-    print(
-        f"torch {torch.__version__}, 1 thread, {platform.processor() or platform.machine()}, "
-        f"{args.sample_rate} Hz\n"
-    )
-    print(
+    if args.profile:
+        profile(model)
+        return
+    lines = [
+        f"Measured by `python benchmarks/bench_realtime.py --write docs/realtime.md` on one "
+        f"thread of {cpu_name()} ({platform.machine()}, {os.cpu_count()} cores), torch "
+        f"{torch.__version__}, {args.sample_rate} Hz; model: {label}; bent: Mask(0.3, dim=-2) "
+        f"on activation `{activation}`, Scale(0.8) on weight `{weight}`.",
+        "",
         "| block | latency (ms) | plain: ms / block | plain: x realtime "
-        "| nothing bent: x realtime | bent: x realtime | nothing bent / plain | bent / plain "
-        "| bent / nothing bent |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        "| nothing bent: x realtime | bent: x realtime | nn~ file: x realtime "
+        "| nothing bent / plain | bent / plain | bent / nothing bent | nn~ file / bent |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    print("\n".join(lines), flush=True)
     # Stream runs the model under torch.no_grad, as live() does.
-    for block in BLOCK_SIZES:
-        seconds = 1.0 if args.quick else 20.0  # audio per variant
-        rounds = max(5, int(seconds * args.sample_rate / block))
-        fns = variants(model, block, activation, weight)
-        last, previous = list(fns)[-1], list(fns)[-2]
-        medians, ratios = interleaved(fns, rounds, pairs=[(last, previous)], warmup=3)
-        budget = block / args.sample_rate
-        plain, unbent, bent = medians.values()
-        _, r_unbent, r_bent, r_bending = ratios.values()
-        print(
-            f"| {block} | {1000 * budget:.1f} | {1000 * plain:.3f} | {budget / plain:.1f} "
-            f"| {budget / unbent:.1f} | {budget / bent:.1f} | {r_unbent:.3f} | {r_bent:.3f} "
-            f"| {r_bending:.3f} |"
+    factors: dict[int, tuple[float, float, float, float, float]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for block in args.blocks:
+            seconds = 1.0 if args.quick else 20.0  # audio per variant
+            rounds = max(5, int(seconds * args.sample_rate / block / BURST))
+            fns = variants(model, block, activation, weight, Path(folder))
+            names = list(fns)
+            pairs = [(names[2], names[1]), (names[3], names[2])]
+            medians, ratios = interleaved(fns, rounds, pairs=pairs, warmup=3, burst=BURST)
+            budget = block / args.sample_rate
+            plain, unbent, bent, exported = medians.values()
+            _, r_unbent, r_bent, _, r_bending, r_file = ratios.values()
+            lines.append(
+                f"| {block} | {1000 * budget:.1f} | {1000 * plain:.3f} | {budget / plain:.1f} "
+                f"| {budget / unbent:.1f} | {budget / bent:.1f} | {budget / exported:.1f} "
+                f"| {r_unbent:.3f} | {r_bent:.3f} | {r_bending:.3f} | {r_file:.3f} |"
+            )
+            print(lines[-1], flush=True)
+            factors[block] = (
+                budget / plain,
+                budget / unbent,
+                budget / bent,
+                budget / exported,
+                r_bending,
+            )
+    summary = [
+        f"On one thread of {cpu_name()}, the shipped model streams at "
+        + " and ".join(
+            f"{min(factors[b][:4]):.0f}x realtime or more at blocks of {b} samples"
+            for b in (2048, 256)
+            if b in factors
         )
+        + " (plain, bended, bent and exported for nn~ alike; bending costs "
+        f"{100 * (max(f[4] for f in factors.values()) - 1):+.0f}% at most), measured by "
+        "`python benchmarks/bench_realtime.py` ([docs/realtime.md](docs/realtime.md)).",
+    ]
+    for path in args.write:
+        text = path.read_text()
+        sections = {"bench_realtime": lines, "bench_realtime_summary": summary}
+        found = [name for name in sections if f"<!-- {name}:" in text]
+        if not found:
+            raise SystemExit(f"{path} has no 'bench_realtime' nor 'bench_realtime_summary' section")
+        for name in found:
+            write_section(path, name, sections[name])
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
-"""Synthesize the example sounds in assets/sounds/: a drum loop, a bass line and a pad.
+"""Synthesize the example sounds in assets/sounds/ (a drum loop, a bass line and a pad) and
+the varied sounds the shipped model trains on.
 
 Run: python scripts/make_assets.py [--out assets/sounds] [--seconds 4]
 
 Everything is made in code with numpy (no samples are read), seeded, so the files are the same
 on every run and platform up to float rounding. Writes mono, 44.1 kHz, 16-bit WAV files.
+:func:`training_sounds` makes the training set of scripts/train_model.py: these three at other
+seeds plus tones, chords, sweeps, plucks, noises and formant-like voices at varied levels.
 """
 
 from __future__ import annotations
@@ -113,6 +116,165 @@ def pad(seconds: float, rng: np.random.Generator) -> np.ndarray:
                 f = f0 * (1 + detune)
                 out += env * (np.sin(2 * np.pi * f * t + phase) + 0.3 * np.sin(4 * np.pi * f * t))
     return out
+
+
+def _midi_hz(midi: float) -> float:
+    return 440.0 * 2 ** ((midi - 69) / 12)
+
+
+def _harmonics(phase: np.ndarray, f0: np.ndarray | float, amps: list[float]) -> np.ndarray:
+    """Sum of harmonics ``k * phase`` with amplitudes ``amps``, each dropped above 20 kHz."""
+    out = np.zeros_like(phase)
+    for k, a in enumerate(amps, start=1):
+        out += a * np.sin(k * phase) * (np.asarray(f0) * k < 20000)
+    return out
+
+
+def tones(seconds: float, rng: np.random.Generator) -> np.ndarray:
+    """Held notes of sines, saws and squares (band-limited) from 40 Hz to 4 kHz."""
+    n = int(seconds * SAMPLE_RATE)
+    out, start = np.zeros(n), 0
+    while start < n:
+        length = int(rng.uniform(0.2, 1.5) * SAMPLE_RATE)
+        t = _time(length)
+        f0 = float(np.exp(rng.uniform(np.log(40), np.log(4000))))
+        shape = rng.integers(3)
+        count = 1 if shape == 0 else 40
+        amps = [1.0 / k if shape == 1 or k % 2 else 0.0 for k in range(1, count + 1)]
+        note = _harmonics(2 * np.pi * f0 * t + rng.uniform(0, 2 * np.pi), f0, amps)
+        env = np.minimum(t / rng.uniform(0.001, 0.1), 1) * np.minimum(
+            (length - 1 - np.arange(length)) / 200, 1
+        )
+        _place(out, note * env * 10 ** rng.uniform(-1.5, 0), start / SAMPLE_RATE)
+        start += length
+    return out
+
+
+def chords(seconds: float, rng: np.random.Generator) -> np.ndarray:
+    """Chords of three to five harmonic notes, soft attacks, some detuned."""
+    n = int(seconds * SAMPLE_RATE)
+    out, start = np.zeros(n), 0
+    while start < n:
+        length = int(rng.uniform(0.5, 2.0) * SAMPLE_RATE)
+        t = _time(length)
+        root = rng.uniform(36, 72)
+        chord = np.zeros(length)
+        for interval in rng.choice([0, 3, 4, 7, 10, 11, 12, 14, 16, 19], rng.integers(3, 6)):
+            f0 = _midi_hz(root + interval) * (1 + rng.normal(0, 0.002))
+            amps = list(rng.uniform(0, 1, 8) / np.arange(1, 9))
+            chord += _harmonics(2 * np.pi * f0 * t + rng.uniform(0, 2 * np.pi), f0, amps)
+        env = np.minimum(t / rng.uniform(0.01, 0.4), 1) * np.exp(-t / rng.uniform(0.3, 5))
+        _place(out, chord * env, start / SAMPLE_RATE)
+        start += length
+    return out
+
+
+def sweeps(seconds: float, rng: np.random.Generator) -> np.ndarray:
+    """Exponential sine and saw sweeps, up or down, between 30 Hz and 18 kHz."""
+    n = int(seconds * SAMPLE_RATE)
+    out, start = np.zeros(n), 0
+    while start < n:
+        length = int(rng.uniform(0.5, 2.0) * SAMPLE_RATE)
+        a, b = np.exp(rng.uniform(np.log(30), np.log(18000), 2))
+        freq = a * (b / a) ** (np.arange(length) / length)
+        phase = 2 * np.pi * np.cumsum(freq) / SAMPLE_RATE
+        amps = [1.0] if rng.random() < 0.5 else [1.0 / k for k in range(1, 20)]
+        _place(out, _harmonics(phase, freq, amps) * 10 ** rng.uniform(-1.5, 0), start / SAMPLE_RATE)
+        start += length
+    return out
+
+
+def plucks(seconds: float, rng: np.random.Generator) -> np.ndarray:
+    """Plucked strings: harmonics that decay faster the higher they are, random notes."""
+    n = int(seconds * SAMPLE_RATE)
+    out = np.zeros(n)
+    step = rng.uniform(0.08, 0.3)
+    for i in range(int(seconds / step)):
+        t = _time(int(rng.uniform(0.3, 1.2) * SAMPLE_RATE))
+        f0 = _midi_hz(rng.uniform(40, 88))
+        decay = rng.uniform(0.2, 1.0)
+        note = np.zeros_like(t)
+        for k in range(1, 30):
+            if f0 * k < 20000:
+                note += np.sin(2 * np.pi * f0 * k * t) / k * np.exp(-t * k / decay)
+        _place(out, note * 10 ** rng.uniform(-1, 0), i * step)
+    return out
+
+
+def noises(seconds: float, rng: np.random.Generator) -> np.ndarray:
+    """Bursts of white, pink-ish, low- and high-passed noise with varied envelopes."""
+    n = int(seconds * SAMPLE_RATE)
+    out, start = np.zeros(n), 0
+    while start < n:
+        length = int(rng.uniform(0.05, 1.0) * SAMPLE_RATE)
+        noise = rng.standard_normal(length)
+        spectrum = np.fft.rfft(noise)
+        freqs = np.fft.rfftfreq(length, 1 / SAMPLE_RATE) + 1.0
+        tilt = rng.uniform(-1.0, 0.5)  # slope of the amplitude in octaves
+        spectrum *= (freqs / 1000.0) ** tilt
+        noise = np.fft.irfft(spectrum, length)
+        noise /= np.abs(noise).max() + 1e-9
+        t = _time(length)
+        env = np.minimum(t / rng.uniform(0.001, 0.2), 1) * np.exp(-t / rng.uniform(0.02, 1))
+        _place(out, 0.5 * noise * env * 10 ** rng.uniform(-1.5, 0), start / SAMPLE_RATE)
+        start += length + int(rng.uniform(0, 0.2) * SAMPLE_RATE)
+    return out
+
+
+FORMANTS = {  # vowel: formant frequencies (Hz) and bandwidths, roughly an adult voice
+    "a": ([800, 1150, 2900], [80, 90, 120]),
+    "e": ([400, 1600, 2700], [60, 80, 120]),
+    "i": ([300, 2300, 3000], [50, 100, 120]),
+    "o": ([450, 800, 2830], [70, 80, 100]),
+    "u": ([325, 700, 2530], [50, 60, 170]),
+}
+
+
+def voices(seconds: float, rng: np.random.Generator) -> np.ndarray:
+    """Sung vowels: a glottal-like harmonic source with vibrato, shaped by formant peaks."""
+    n = int(seconds * SAMPLE_RATE)
+    out, start = np.zeros(n), 0
+    while start < n:
+        length = int(rng.uniform(0.4, 1.5) * SAMPLE_RATE)
+        t = _time(length)
+        f0 = _midi_hz(rng.uniform(45, 72))
+        freq = f0 * (1 + 0.01 * np.sin(2 * np.pi * rng.uniform(4, 7) * t))
+        phase = 2 * np.pi * np.cumsum(freq) / SAMPLE_RATE
+        centres, widths = FORMANTS[str(rng.choice(list(FORMANTS)))]
+        note = np.zeros(length)
+        for k in range(1, int(8000 / f0)):
+            gain = sum(
+                1 / (1 + ((k * f0 - c) / w) ** 2) for c, w in zip(centres, widths, strict=True)
+            )
+            note += (gain + 0.02) / k**0.5 * np.sin(k * phase)
+        env = np.minimum(t / 0.05, 1) * np.minimum((length - 1 - np.arange(length)) / 2000, 1)
+        _place(out, note * env, start / SAMPLE_RATE)
+        start += length + int(rng.uniform(0, 0.3) * SAMPLE_RATE)
+    return out
+
+
+GENERATORS = {
+    "drums": drums,
+    "bass": bass,
+    "pad": pad,
+    "tones": tones,
+    "chords": chords,
+    "sweeps": sweeps,
+    "plucks": plucks,
+    "noises": noises,
+    "voices": voices,
+}
+"""Every sound maker: ``make(seconds, rng)`` gives mono float64 audio at 44.1 kHz."""
+
+
+def training_sounds(seconds: float, seed: int) -> dict[str, np.ndarray]:
+    """``seconds`` of each generator's sound, made with ``seed`` (another than the shipped
+    sounds'), each normalized to a peak between -20 and -1 dBFS."""
+    rng = np.random.default_rng(seed)
+    return {
+        name: normalize(make(seconds, rng), 10 ** (rng.uniform(-20, -1) / 20))
+        for name, make in GENERATORS.items()
+    }
 
 
 def normalize(x: np.ndarray, peak: float = 0.8) -> np.ndarray:

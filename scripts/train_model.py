@@ -1,17 +1,26 @@
-"""Train TinyRave on the sounds in assets/sounds/ and write its weights to assets/.
+"""Train TinyRave on varied synthetic sounds and the shipped ones, and write its weights to assets/.
 
-Run: python scripts/train_model.py [--time-limit 420] [--out assets/tiny_rave.safetensors]
+Run: python scripts/train_model.py [--time-limit 900] [--device cpu|cuda]
+     [--out assets/tiny_rave.safetensors]
 
-Random crops of the first part of each sound, a multi-resolution STFT loss (spectral
-convergence + log magnitude), Adam with a cosine learning-rate decay over the time limit. The
-last ``--holdout`` seconds of each sound are never trained on: at the end the script prints
-the multi-resolution spectral distance on them for the trained model and for the untrained one
-(same seed), and writes the weights with the model's config in the safetensors metadata.
+The training set: ``--seconds`` of each sound maker of scripts/make_assets.py (drums, bass, pad,
+tones, chords, sweeps, plucks, noises, voices; seed 1, not the shipped sounds' seed) and the
+shipped sounds but their last ``--holdout`` seconds. Random crops at random levels (-40 to +3
+dB), Adam with a cosine learning-rate decay over the time limit. The loss compares the output
+with the input delayed by the model's latency: the error's power relative to the input's (in
+bels, so that quiet and loud crops count alike) plus a multi-resolution log-magnitude distance
+whose floor is 80 dB below each crop's loudest bin (so that near-silent bins do not dominate).
+
+At the end the latent channels are rotated to the principal axes of the latent on the training
+sounds, the first channel carrying the most variance (encoder and decoder are changed together,
+the output stays the same), and the script prints the held-out error before and after training
+(same seed). The weights are written with the model's config in the safetensors metadata.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import platform
@@ -25,74 +34,119 @@ from torchbend.audio import load
 from torchbend.models import TinyRave
 
 ROOT = Path(__file__).resolve().parents[1]
-FFT_SIZES = (2048, 1024, 512, 256, 128)
+RATE = 44100
+FFT_SIZES = (2048, 512, 128)
 
 
-def stft_magnitude(x: torch.Tensor, n_fft: int) -> torch.Tensor:
-    """|STFT| of ``[batch, 1, time]`` audio, hop ``n_fft // 4``, Hann window."""
-    window = torch.hann_window(n_fft, device=x.device)
-    spec = torch.stft(x[:, 0], n_fft, n_fft // 4, window=window, return_complex=True)
-    return spec.abs()
+def _assets_module():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("make_assets", ROOT / "scripts/make_assets.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def aligned(model: TinyRave, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The model's output on ``x`` ``[batch, 1, time]`` and ``x``, cut to line up."""
+    y = model(x)
+    delay = model.latency
+    return y[..., delay:], x[..., : x.shape[-1] - delay]
+
+
+def error_bels(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Mean over items of log10(error power / input power)."""
+    error = (y - x).pow(2).mean((1, 2))
+    return torch.log10(error / x.pow(2).mean((1, 2)).clamp_min(1e-10) + 1e-9).mean()
 
 
 def spectral_distance(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """Multi-resolution STFT distance: mean over FFT sizes of spectral convergence + log L1."""
+    """Mean L1 distance of log magnitudes over FFT sizes, floored 80 dB below each item's
+    loudest bin."""
     total = y.new_zeros(())
     for n_fft in FFT_SIZES:
-        sy, sx = stft_magnitude(y, n_fft), stft_magnitude(x, n_fft)
-        convergence = torch.linalg.norm(sy - sx) / torch.linalg.norm(sx).clamp_min(1e-7)
-        log_mag = (torch.log(sy + 1e-5) - torch.log(sx + 1e-5)).abs().mean()
-        total = total + convergence + log_mag
+        window = torch.hann_window(n_fft, device=x.device)
+        sy, sx = (
+            torch.stft(s[:, 0], n_fft, n_fft // 4, window=window, return_complex=True).abs()
+            for s in (y, x)
+        )
+        floor = sx.amax((1, 2), keepdim=True) * 1e-4 + 1e-7
+        total = total + (torch.log(sy + floor) - torch.log(sx + floor)).abs().mean()
     return total / len(FFT_SIZES)
 
 
-def evaluate(model: TinyRave, sounds: list[torch.Tensor]) -> float:
-    """Mean spectral distance of the offline reconstructions of ``sounds`` ([1, time] each)."""
+def evaluate(model: TinyRave, sounds: list[torch.Tensor]) -> tuple[float, float]:
+    """Error (dB re the input) and spectral distance of the offline renders of ``sounds``."""
     model.eval()
+    errors, distances = [], []
     with torch.no_grad():
-        scores = []
         for x in sounds:
             x = x[None, :, : x.shape[-1] // model.ratio * model.ratio]
-            scores.append(float(spectral_distance(model(x), x)))
-    return sum(scores) / len(scores)
+            y, x = aligned(model, x)
+            errors.append(10 * float(error_bels(y, x)))
+            distances.append(float(spectral_distance(y, x)))
+    return sum(errors) / len(errors), sum(distances) / len(distances)
+
+
+@torch.no_grad()
+def order_latent(model: TinyRave, sounds: list[torch.Tensor]) -> None:
+    """Rotate the latent to its principal axes on ``sounds``, largest variance first."""
+    model.eval()
+    z = torch.cat([model.encode(x[None, :, : x.shape[-1] // 16 * 16])[0] for x in sounds], -1)
+    covariance = z @ z.T / z.shape[-1]
+    _, vectors = torch.linalg.eigh(covariance.double())
+    rotation = vectors.flip(1).float()  # columns: principal axes, largest first
+    last, first = model.encoder[-1], model.decoder[0]
+    last.weight.copy_(torch.einsum("lc,lh->ch", rotation, last.weight[:, :, 0])[:, :, None])
+    first.weight.copy_(torch.einsum("hlt,lc->hct", first.weight, rotation))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sounds", type=Path, default=ROOT / "assets/sounds")
     parser.add_argument("--out", type=Path, default=ROOT / "assets/tiny_rave.safetensors")
-    parser.add_argument("--time-limit", type=float, default=420.0, help="seconds of training")
+    parser.add_argument("--time-limit", type=float, default=900.0, help="seconds of training")
     parser.add_argument("--steps", type=int, default=None, help="stop after this many steps")
+    parser.add_argument("--seconds", type=float, default=40.0, help="per synthetic sound maker")
     parser.add_argument("--holdout", type=float, default=1.0, help="seconds held out per sound")
-    parser.add_argument("--crop", type=int, default=16384, help="training crop, in samples")
+    parser.add_argument("--crop", type=int, default=8192, help="training crop, in samples")
     parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda when there is a GPU")
     args = parser.parse_args()
     if args.time_limit <= 0:
         parser.error(f"--time-limit must be positive, got {args.time_limit}")
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        parser.error("--device cuda asked for, but torch sees no CUDA device")
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
 
     paths = sorted(args.sounds.glob("*.wav"))
     if not paths:
         parser.error(f"no .wav files in {args.sounds}; run scripts/make_assets.py first")
     train, held = [], []
     for path in paths:
-        audio, sr = load(path, sample_rate=44100, mono=True)
+        audio, sr = load(path, sample_rate=RATE, mono=True)
         cut = audio.shape[-1] - round(args.holdout * sr)
         if cut < args.crop:
             parser.error(f"{path.name} is too short for --holdout {args.holdout} and --crop")
         train.append(audio[:, :cut])
         held.append(audio[:, cut:])
+    made = _assets_module().training_sounds(args.seconds, seed=1)
+    train += [torch.from_numpy(a).float()[None] for a in made.values()]
+    print(f"training on {sum(t.shape[-1] for t in train) / RATE:.0f} s of audio", flush=True)
 
     torch.manual_seed(args.seed)
     model = TinyRave()
     crop = args.crop // model.ratio * model.ratio
     before = evaluate(model, held)
-    print(f"untrained: held-out spectral distance {before:.4f}")
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    print(f"untrained: held-out error {before[0]:.1f} dB, spectral distance {before[1]:.3f}")
+    model.to(device)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.Adam(trainable, lr=args.lr)
     generator = torch.Generator().manual_seed(args.seed)
+    weights = torch.tensor([float(t.shape[-1]) for t in train])
 
     start = time.monotonic()
     step = 0
@@ -102,36 +156,48 @@ def main() -> None:
             break
         frac = elapsed / args.time_limit
         for group in optimizer.param_groups:
-            group["lr"] = args.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * frac)))
+            group["lr"] = args.lr * (0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * frac)))
+        picks = torch.multinomial(weights, args.batch, replacement=True, generator=generator)
         batch = []
-        for _ in range(args.batch):
-            sound = train[int(torch.randint(len(train), (1,), generator=generator))]
+        for pick in picks.tolist():
+            sound = train[pick]
             i = int(torch.randint(sound.shape[-1] - crop + 1, (1,), generator=generator))
-            gain = 0.5 + 0.5 * float(torch.rand((), generator=generator))
-            batch.append(sound[:, i : i + crop] * gain)
-        x = torch.stack(batch)
+            piece = sound[:, i : i + crop]
+            gain = 10 ** (float(torch.empty(()).uniform_(-40, 3, generator=generator)) / 20)
+            gain = min(gain, 0.99 / max(float(piece.abs().max()), 1e-6))
+            batch.append(piece * gain)
+        x = torch.stack(batch).to(device)
         model.train()
-        loss = spectral_distance(model(x), x)
+        y, x = aligned(model, x)
+        error = error_bels(y, x)
+        loss = error + spectral_distance(y, x)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         step += 1
-        if step % 50 == 0:
-            print(f"step {step:5d}  {elapsed:6.0f} s  loss {loss.item():.4f}", flush=True)
+        if step % 100 == 0:
+            print(
+                f"step {step:5d}  {elapsed:6.0f} s  loss {loss.item():.4f}  "
+                f"error {10 * error.item():.1f} dB",
+                flush=True,
+            )
 
+    model.cpu()
+    order_latent(model, train)
     after = evaluate(model, held)
     print(
-        f"trained ({step} steps, {time.monotonic() - start:.0f} s): held-out spectral distance "
-        f"{after:.4f} (untrained {before:.4f})"
+        f"trained ({step} steps, {time.monotonic() - start:.0f} s): held-out error "
+        f"{after[0]:.1f} dB, spectral distance {after[1]:.3f} (untrained {before[0]:.1f} dB, "
+        f"{before[1]:.3f})"
     )
     metadata = {
         "config": json.dumps(model.config),
         "steps": str(step),
-        "heldout_distance": f"{after:.4f}",
-        "untrained_heldout_distance": f"{before:.4f}",
-        "trained_on": ", ".join(p.name for p in paths),
+        "heldout_error_db": f"{after[0]:.1f}",
+        "trained_on": ", ".join([p.name for p in paths] + list(made)),
         "torch": torch.__version__,
         "platform": platform.platform(),
+        "device": args.device,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.contiguous() for k, v in model.state_dict().items()}

@@ -16,10 +16,11 @@ SOUNDS = Path(__file__).resolve().parents[1] / "assets" / "sounds"
 
 BENDINGS = {
     "reconstruction": "none: the shipped model unbent (compare with the input)",
-    "noisy_decoder_weight": "Noise(std=0.3 x the weight's std, seed=0) on the weight of decoder "
-    "block 5",
-    "masked_hidden_channels": "Mask(prob=0.5, dim=-2, seed=1) on the channels of encoder_8",
-    "latent_sweep": "Scale(depth) on the latent (encoder_11), depth swept 1 -> -2 across the file",
+    "noisy_decoder_weight": "Noise(std=0.3 x the weight's std, seed=0) on the decoder's last "
+    "weight (decoder.2, hidden layer to bands)",
+    "masked_hidden_channels": "Mask(prob=0.5, dim=-2, seed=1) on the channels of the encoder's "
+    "hidden layer (encoder_1)",
+    "latent_sweep": "Scale(depth) on the latent (encoder_2), depth swept 1 -> -2 across the file",
 }
 
 
@@ -110,12 +111,12 @@ def run_demo(out: Path, seconds: float | None = None) -> dict[str, dict[str, tor
     bended.print_activations(op="call_module")
 
     depth = BendingParameter("depth", 1.0, range=(-4.0, 4.0), ramp=1)
-    spread = float(bended.weight("decoder.5.weight").std())
+    spread = float(bended.weight("decoder.2.weight").detach().std())
     setups: dict[str, list[tuple[BendingCallback, str]]] = {
         "reconstruction": [],
-        "noisy_decoder_weight": [(Noise(std=0.3 * spread, seed=0), r"decoder\.5\.weight")],
-        "masked_hidden_channels": [(Mask(prob=0.5, dim=-2, seed=1), "encoder_8$")],
-        "latent_sweep": [(Scale(depth), "encoder_11$")],
+        "noisy_decoder_weight": [(Noise(std=0.3 * spread, seed=0), r"decoder\.2\.weight")],
+        "masked_hidden_channels": [(Mask(prob=0.5, dim=-2, seed=1), "encoder_1$")],
+        "latent_sweep": [(Scale(depth), "encoder_2$")],
     }
     renders: dict[str, dict[str, torch.Tensor]] = {name: {"input": a} for name, a in sounds.items()}
     written = []

@@ -219,7 +219,7 @@ def test_unramped_control_change_jumps() -> None:
 def test_tiny_rave_streams_like_offline() -> None:
     models = pytest.importorskip("torchbend.models", reason="torchbend.models not available")
     torch.manual_seed(0)
-    model = models.TinyRave(latent_size=4, channels=(8, 8, 8, 8)).eval()
+    model = models.TinyRave(latent_size=4, hidden=(8, 8)).eval()
     x = torch.randn(2, 1, 2048) * 0.1
     with torch.no_grad():
         offline = model(x)
@@ -230,7 +230,7 @@ def test_tiny_rave_streams_like_offline() -> None:
     bended = tb.BendedModule(model)
     bended.trace(x=torch.zeros(2, 1, 512))
     stream = Stream(bended, block_size=512, channels=1)
-    assert stream.ratio == model.ratio == 256
+    assert stream.ratio == model.ratio == 16
     y = stream.process(x[:, 0])  # [2 channels, time]: each channel runs as a batch item
     assert y.shape == (2, 2048)
     assert torch.allclose(y, offline[:, 0], atol=1e-5)

@@ -21,16 +21,34 @@ def test_model_doc_python_blocks_run(monkeypatch: pytest.MonkeyPatch) -> None:
     assert namespace["y_bent"].shape == namespace["y"].shape  # type: ignore[attr-defined]
 
 
-def test_the_quality_tables_of_docs_model_md_are_the_report_of_the_shipped_weights() -> None:
+@pytest.fixture(scope="module")
+def report() -> tuple[list[str], list[str]]:
+    """scripts/model_report.py's measures of the shipped weights: lines, and missed targets."""
     import importlib.util
 
     from torchbend import models
 
     spec = importlib.util.spec_from_file_location("model_report", ROOT / "scripts/model_report.py")
     assert spec is not None and spec.loader is not None
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
-    lines = report.measure(models.load("tiny_rave"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.measure(models.load("tiny_rave"))  # type: ignore[no-any-return]
+
+
+def test_the_shipped_weights_meet_every_quality_target(
+    report: tuple[list[str], list[str]],
+) -> None:
+    """Loudness within 1 LU on shipped and held-out sounds, sines 100 Hz to 2 kHz within 6 dB,
+    a saw's harmonic contrast of 20 dB, no line locked to the sample index above -60 dB,
+    silence at most -70 dBFS with |DC| below 1e-3 (issue 11's targets)."""
+    lines, failed = report
+    assert failed == [], "\n".join(lines)
+
+
+def test_the_quality_tables_of_docs_model_md_are_the_report_of_the_shipped_weights(
+    report: tuple[list[str], list[str]],
+) -> None:
+    lines, _ = report
     text = (ROOT / "docs/model.md").read_text()
     section = text[text.index("<!-- quality:") : text.index("<!-- /quality -->")]
     assert "\n".join(lines) in section, "run: python scripts/model_report.py --write docs/model.md"

@@ -23,7 +23,7 @@ def test_shipped_weights_load_in_eval_mode() -> None:
     assert default_weights("tiny_rave").is_file(), "run scripts/train_model.py"
     model = load()
     assert isinstance(model, TinyRave) and not model.training
-    assert model.ratio == 256
+    assert model.ratio == 16
     x = torch.randn(1, 1, 1024)
     with torch.no_grad():
         assert model(x).shape == x.shape
@@ -31,7 +31,7 @@ def test_shipped_weights_load_in_eval_mode() -> None:
 
 def test_round_trip_with_other_config(tmp_path: Path) -> None:
     torch.manual_seed(0)
-    model = TinyRave(latent_size=4, channels=(8, 16), ratios=(2,), bands=4)
+    model = TinyRave(latent_size=4, hidden=(8, 16), bands=4, taps_per_band=8)
     loaded = load("tiny_rave", save_model(model, tmp_path / "small.safetensors"))
     assert loaded.config == model.config
     x = torch.randn(1, 1, 64)

@@ -27,9 +27,9 @@ def test_a_torchscript_file_traces_bends_and_resets(loaded):
     assert bended.traced_by("forward") == "torchscript"
     assert torch.allclose(bended(x), expected, atol=1e-5)
     names = bended.activation_names()
-    assert len(names) > 20
+    assert len(names) > 10
     keys = bended.bend(tb.Mask(0.5, dim=-2, seed=0), names[len(names) // 2] + "$")
-    bended.bend(tb.Scale(0.5), r"decoder\.5\.weight")
+    bended.bend(tb.Scale(0.5), r"decoder\.2\.weight")
     assert keys == [f"forward:{names[len(names) // 2]}"]
     assert not torch.allclose(bended(x), expected, atol=1e-3)
     assert torch.equal(loaded(x), expected)  # the file's own module is untouched
@@ -40,7 +40,7 @@ def test_a_torchscript_file_traces_bends_and_resets(loaded):
     assert torch.equal(loaded(x), expected)
     bended.reset()
     assert torch.equal(bended(x), bended(x)) and torch.allclose(bended(x), expected, atol=1e-5)
-    assert bended.encode(x).shape == (1, 16, 8)  # other methods run through the module
+    assert bended.encode(x).shape == (1, 16, 128)  # other methods run through the module
 
 
 def test_every_method_of_a_torchscript_file_converts(loaded):

@@ -2,10 +2,12 @@
 
 from .cached_conv import CachedConv1d, CachedConvTranspose1d
 from .loading import MODELS, WeightsError, default_weights, load
+from .pqmf import PQMF
 from .tiny_rave import TinyRave
 
 __all__ = [
     "MODELS",
+    "PQMF",
     "CachedConv1d",
     "CachedConvTranspose1d",
     "TinyRave",

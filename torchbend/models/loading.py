@@ -40,7 +40,7 @@ def load(name: str = "tiny_rave", weights: str | Path | None = None) -> nn.Modul
 
     >>> model = load("tiny_rave")
     >>> model.training, model.ratio
-    (False, 256)
+    (False, 16)
     """
     if name not in MODELS:
         raise TorchbendError(

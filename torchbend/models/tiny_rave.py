@@ -5,44 +5,33 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from .cached_conv import CachedConv1d, CachedConvTranspose1d
+from .cached_conv import CachedConv1d
+from .pqmf import PQMF
 
 __all__ = ["TinyRave"]
-
-
-class ResidualBlock(nn.Module):
-    """``x + conv1x1(act(conv3(act(x))))`` with a causal, dilated 3-tap convolution."""
-
-    def __init__(self, channels: int, dilation: int = 1) -> None:
-        super().__init__()
-        self.net = nn.Sequential(
-            nn.LeakyReLU(0.2),
-            CachedConv1d(channels, channels, 3, dilation=dilation),
-            nn.LeakyReLU(0.2),
-            CachedConv1d(channels, channels, 1),
-        )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.net(x)
 
 
 class TinyRave(nn.Module):
     """A small causal waveform autoencoder: ``encode(x) -> z``, ``decode(z) -> y``.
 
-    The waveform is first split into ``bands`` polyphase components (sample ``n`` goes to
-    component ``n % bands``, a lossless reshape standing in for RAVE's PQMF filter bank), then
-    strided causal convolutions with residual blocks bring it down to ``latent_size`` channels
-    at one frame every ``ratio`` samples. The decoder mirrors it with causal transposed
-    convolutions and a ``tanh`` output. Every convolution is causal and cached, so after
-    :meth:`set_streaming` the model runs on consecutive blocks (multiples of ``ratio``
-    samples) and gives the same output as one offline call on the whole signal.
+    The waveform is split into ``bands`` bands by a pseudo-QMF filter bank (:class:`PQMF`, as
+    RAVE does); the encoder maps the bands to ``latent_size`` channels at the band rate (one
+    frame every ``bands`` samples) through a causal 3-frame convolution, a ``tanh`` and a
+    1-frame convolution; the decoder mirrors it back to bands, which the filter bank merges.
+    No layer has a bias and ``tanh`` is odd, so silence gives exact silence and the model
+    adds no offset nor any even-order distortion. The latent channels are ordered by the
+    variance they carry on the training sounds (the first ones carry most of the sound).
+
+    Every convolution is causal and cached, so after :meth:`set_streaming` the model runs on
+    consecutive blocks (multiples of ``ratio`` samples) and gives the same output as one
+    offline call on the whole signal. The output is the input delayed by :attr:`latency`
+    samples (the filter bank's delay), up to the model's reconstruction error.
 
     Args:
         latent_size (int): latent channels.
-        channels (Sequence[int]): channels after the input convolution and after each
-            downsampling stage; one more entry than ``ratios``.
-        ratios (Sequence[int]): downsampling factor of each stage, in frames.
-        bands (int): polyphase components the waveform is split into, in samples.
+        hidden (Sequence[int]): channels of the hidden layer of the encoder and the decoder.
+        bands (int): bands of the filter bank, also the compression ratio, in samples.
+        taps_per_band (int): length of the filter bank's filters, in band samples.
         sample_rate (int): sample rate the model was trained at, in Hz (informative).
 
     Shape:
@@ -53,69 +42,52 @@ class TinyRave(nn.Module):
     ``time`` must be a multiple of ``ratio`` (``encode`` raises a ``ValueError`` otherwise).
 
     >>> model = TinyRave()
-    >>> model.ratio, model.latent_size
-    (256, 16)
+    >>> model.ratio, model.latent_size, model.latency
+    (16, 16, 240)
     >>> z = model.encode(torch.randn(2, 1, 2048))
     >>> z.shape, model.decode(z).shape
-    (torch.Size([2, 16, 8]), torch.Size([2, 1, 2048]))
+    (torch.Size([2, 16, 128]), torch.Size([2, 1, 2048]))
     """
 
     def __init__(
         self,
         latent_size: int = 16,
-        channels: Sequence[int] = (32, 64, 128, 128),
-        ratios: Sequence[int] = (4, 4, 2),
-        bands: int = 8,
+        hidden: Sequence[int] = (64, 64),
+        bands: int = 16,
+        taps_per_band: int = 16,
         sample_rate: int = 44100,
     ) -> None:
         super().__init__()
-        if len(channels) != len(ratios) + 1:
+        if len(hidden) != 2 or any(c < 1 for c in hidden):
             raise ValueError(
-                f"channels needs one more entry than ratios ({len(ratios) + 1}), "
-                f"got {len(channels)}"
+                f"hidden takes the positive channel counts of the encoder's and the decoder's "
+                f"hidden layers (two entries), got {list(hidden)}"
             )
-        for name, values in [("channels", channels), ("ratios", ratios)]:
-            if any(v < 1 for v in values):
-                raise ValueError(f"{name} must all be positive, got {list(values)}")
-        if latent_size < 1 or bands < 1:
-            raise ValueError(
-                f"latent_size and bands must be positive, got {latent_size} and {bands}"
-            )
+        if latent_size < 1:
+            raise ValueError(f"latent_size must be positive, got {latent_size}")
+        self.pqmf = PQMF(bands, taps_per_band)
         self.latent_size = latent_size
         self.bands = bands
-        self.sample_rate = sample_rate
         self.ratio = bands
-        for r in ratios:
-            self.ratio *= r
+        self.latency = self.pqmf.delay
+        self.sample_rate = sample_rate
         self.config = {
             "latent_size": latent_size,
-            "channels": list(channels),
-            "ratios": list(ratios),
+            "hidden": list(hidden),
             "bands": bands,
+            "taps_per_band": taps_per_band,
             "sample_rate": sample_rate,
         }
-
-        encoder: list[nn.Module] = [CachedConv1d(bands, channels[0], 7)]
-        for r, c_in, c_out in zip(ratios, channels[:-1], channels[1:]):
-            encoder += [
-                ResidualBlock(c_in, 3),
-                nn.LeakyReLU(0.2),
-                CachedConv1d(c_in, c_out, 2 * r, stride=r),
-            ]
-        encoder += [nn.LeakyReLU(0.2), CachedConv1d(channels[-1], latent_size, 3)]
-        self.encoder = nn.Sequential(*encoder)
-
-        decoder: list[nn.Module] = [CachedConv1d(latent_size, channels[-1], 3)]
-        for r, c_in, c_out in zip(
-            reversed(ratios), reversed(channels[1:]), reversed(channels[:-1])
-        ):
-            decoder += [
-                nn.LeakyReLU(0.2),
-                CachedConvTranspose1d(c_in, c_out, 2 * r, stride=r),
-                ResidualBlock(c_out, 3),
-            ]
-        decoder += [nn.LeakyReLU(0.2), CachedConv1d(channels[0], bands, 7), nn.Tanh()]
-        self.decoder = nn.Sequential(*decoder)
+        self.encoder = nn.Sequential(
+            CachedConv1d(bands, hidden[0], 3, bias=False),
+            nn.Tanh(),
+            CachedConv1d(hidden[0], latent_size, 1, bias=False),
+        )
+        self.decoder = nn.Sequential(
+            CachedConv1d(latent_size, hidden[1], 3, bias=False),
+            nn.Tanh(),
+            CachedConv1d(hidden[1], bands, 1, bias=False),
+        )
 
     @torch.jit.export
     def encode(self, x: torch.Tensor) -> torch.Tensor:
@@ -127,15 +99,12 @@ class TinyRave(nn.Module):
                 f"TinyRave takes a time length that is a multiple of its ratio {self.ratio}, "
                 f"got {x.shape[-1]}"
             )
-        # [batch, 1, time] -> [batch, bands, time // bands]; band k holds samples n % bands == k.
-        x = x.reshape(x.shape[0], -1, self.bands).transpose(1, 2)
-        return self.encoder(x)
+        return self.encoder(self.pqmf.analysis(x))
 
     @torch.jit.export
     def decode(self, z: torch.Tensor) -> torch.Tensor:
         """Latent ``[batch, latent_size, frames]`` to waveform ``[batch, 1, frames * ratio]``."""
-        y = self.decoder(z)
-        return y.transpose(1, 2).reshape(y.shape[0], 1, -1)
+        return self.pqmf.synthesis(self.decoder(z))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decode(self.encode(x))
@@ -147,7 +116,7 @@ class TinyRave(nn.Module):
         mode into its graphs: trace after switching.
         """
         for module in self.modules():
-            if isinstance(module, (CachedConv1d, CachedConvTranspose1d)):
+            if isinstance(module, CachedConv1d):
                 module.streaming = streaming
                 module.reset_cache()
         return self
@@ -155,5 +124,5 @@ class TinyRave(nn.Module):
     def reset_cache(self) -> None:
         """Forget the past of a stream: the next block starts from silence."""
         for module in self.modules():
-            if isinstance(module, (CachedConv1d, CachedConvTranspose1d)):
+            if isinstance(module, CachedConv1d):
                 module.reset_cache()
