@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.fx
@@ -43,7 +43,7 @@ class ActivationSlot(nn.Module):
             # A callback's forward is its bend: calling bend skips nn.Module's call machinery,
             # which costs as much as a small bending itself on every streamed block.
             for cb in self.callbacks:
-                x = cb.bend(x, self.name)
+                x = cast(BendingCallback, cb).bend(x, self.name)
             return x
         for cb in self.callbacks:
             x = cb(x, self.name)
