@@ -12,6 +12,7 @@ seeds plus tones, chords, sweeps, plucks, noises and formant-like voices at vari
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -130,58 +131,71 @@ def _harmonics(phase: np.ndarray, f0: np.ndarray | float, amps: list[float]) -> 
     return out
 
 
-def tones(seconds: float, rng: np.random.Generator) -> np.ndarray:
-    """Held notes of sines, saws and squares (band-limited) from 40 Hz to 4 kHz."""
+def _one_after_another(
+    seconds: float,
+    rng: np.random.Generator,
+    event: Callable[[np.random.Generator], np.ndarray],
+    gap: tuple[float, float] | None = None,
+) -> np.ndarray:
+    """``seconds`` of events made by ``event(rng)`` placed one after another, with a random
+    silence of ``gap`` seconds (low, high) after each if given."""
     n = int(seconds * SAMPLE_RATE)
     out, start = np.zeros(n), 0
     while start < n:
-        length = int(rng.uniform(0.2, 1.5) * SAMPLE_RATE)
-        t = _time(length)
-        f0 = float(np.exp(rng.uniform(np.log(40), np.log(4000))))
-        shape = rng.integers(3)
-        count = 1 if shape == 0 else 40
-        amps = [1.0 / k if shape == 1 or k % 2 else 0.0 for k in range(1, count + 1)]
-        note = _harmonics(2 * np.pi * f0 * t + rng.uniform(0, 2 * np.pi), f0, amps)
-        env = np.minimum(t / rng.uniform(0.001, 0.1), 1) * np.minimum(
-            (length - 1 - np.arange(length)) / 200, 1
-        )
-        _place(out, note * env * 10 ** rng.uniform(-1.5, 0), start / SAMPLE_RATE)
-        start += length
+        piece = event(rng)
+        _place(out, piece, start / SAMPLE_RATE)
+        start += len(piece) + (int(rng.uniform(*gap) * SAMPLE_RATE) if gap else 0)
     return out
+
+
+def _tone(rng: np.random.Generator) -> np.ndarray:
+    length = int(rng.uniform(0.2, 1.5) * SAMPLE_RATE)
+    t = _time(length)
+    f0 = float(np.exp(rng.uniform(np.log(40), np.log(4000))))
+    shape = rng.integers(3)
+    count = 1 if shape == 0 else 40
+    amps = [1.0 / k if shape == 1 or k % 2 else 0.0 for k in range(1, count + 1)]
+    note = _harmonics(2 * np.pi * f0 * t + rng.uniform(0, 2 * np.pi), f0, amps)
+    env = np.minimum(t / rng.uniform(0.001, 0.1), 1) * np.minimum(
+        (length - 1 - np.arange(length)) / 200, 1
+    )
+    return note * env * 10 ** rng.uniform(-1.5, 0)
+
+
+def tones(seconds: float, rng: np.random.Generator) -> np.ndarray:
+    """Held notes of sines, saws and squares (band-limited) from 40 Hz to 4 kHz."""
+    return _one_after_another(seconds, rng, _tone)
+
+
+def _chord(rng: np.random.Generator) -> np.ndarray:
+    length = int(rng.uniform(0.5, 2.0) * SAMPLE_RATE)
+    t = _time(length)
+    root = rng.uniform(36, 72)
+    chord = np.zeros(length)
+    for interval in rng.choice([0, 3, 4, 7, 10, 11, 12, 14, 16, 19], rng.integers(3, 6)):
+        f0 = _midi_hz(root + interval) * (1 + rng.normal(0, 0.002))
+        amps = list(rng.uniform(0, 1, 8) / np.arange(1, 9))
+        chord += _harmonics(2 * np.pi * f0 * t + rng.uniform(0, 2 * np.pi), f0, amps)
+    return chord * np.minimum(t / rng.uniform(0.01, 0.4), 1) * np.exp(-t / rng.uniform(0.3, 5))
 
 
 def chords(seconds: float, rng: np.random.Generator) -> np.ndarray:
     """Chords of three to five harmonic notes, soft attacks, some detuned."""
-    n = int(seconds * SAMPLE_RATE)
-    out, start = np.zeros(n), 0
-    while start < n:
-        length = int(rng.uniform(0.5, 2.0) * SAMPLE_RATE)
-        t = _time(length)
-        root = rng.uniform(36, 72)
-        chord = np.zeros(length)
-        for interval in rng.choice([0, 3, 4, 7, 10, 11, 12, 14, 16, 19], rng.integers(3, 6)):
-            f0 = _midi_hz(root + interval) * (1 + rng.normal(0, 0.002))
-            amps = list(rng.uniform(0, 1, 8) / np.arange(1, 9))
-            chord += _harmonics(2 * np.pi * f0 * t + rng.uniform(0, 2 * np.pi), f0, amps)
-        env = np.minimum(t / rng.uniform(0.01, 0.4), 1) * np.exp(-t / rng.uniform(0.3, 5))
-        _place(out, chord * env, start / SAMPLE_RATE)
-        start += length
-    return out
+    return _one_after_another(seconds, rng, _chord)
+
+
+def _sweep(rng: np.random.Generator) -> np.ndarray:
+    length = int(rng.uniform(0.5, 2.0) * SAMPLE_RATE)
+    a, b = np.exp(rng.uniform(np.log(30), np.log(18000), 2))
+    freq = a * (b / a) ** (np.arange(length) / length)
+    phase = 2 * np.pi * np.cumsum(freq) / SAMPLE_RATE
+    amps = [1.0] if rng.random() < 0.5 else [1.0 / k for k in range(1, 20)]
+    return _harmonics(phase, freq, amps) * 10 ** rng.uniform(-1.5, 0)
 
 
 def sweeps(seconds: float, rng: np.random.Generator) -> np.ndarray:
     """Exponential sine and saw sweeps, up or down, between 30 Hz and 18 kHz."""
-    n = int(seconds * SAMPLE_RATE)
-    out, start = np.zeros(n), 0
-    while start < n:
-        length = int(rng.uniform(0.5, 2.0) * SAMPLE_RATE)
-        a, b = np.exp(rng.uniform(np.log(30), np.log(18000), 2))
-        freq = a * (b / a) ** (np.arange(length) / length)
-        phase = 2 * np.pi * np.cumsum(freq) / SAMPLE_RATE
-        amps = [1.0] if rng.random() < 0.5 else [1.0 / k for k in range(1, 20)]
-        _place(out, _harmonics(phase, freq, amps) * 10 ** rng.uniform(-1.5, 0), start / SAMPLE_RATE)
-        start += length
-    return out
+    return _one_after_another(seconds, rng, _sweep)
 
 
 def plucks(seconds: float, rng: np.random.Generator) -> np.ndarray:
@@ -201,24 +215,23 @@ def plucks(seconds: float, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
+def _noise(rng: np.random.Generator) -> np.ndarray:
+    length = int(rng.uniform(0.05, 1.0) * SAMPLE_RATE)
+    noise = rng.standard_normal(length)
+    spectrum = np.fft.rfft(noise)
+    freqs = np.fft.rfftfreq(length, 1 / SAMPLE_RATE) + 1.0
+    tilt = rng.uniform(-1.0, 0.5)  # slope of the amplitude in octaves
+    spectrum *= (freqs / 1000.0) ** tilt
+    noise = np.fft.irfft(spectrum, length)
+    noise /= np.abs(noise).max() + 1e-9
+    t = _time(length)
+    env = np.minimum(t / rng.uniform(0.001, 0.2), 1) * np.exp(-t / rng.uniform(0.02, 1))
+    return 0.5 * noise * env * 10 ** rng.uniform(-1.5, 0)
+
+
 def noises(seconds: float, rng: np.random.Generator) -> np.ndarray:
     """Bursts of white, pink-ish, low- and high-passed noise with varied envelopes."""
-    n = int(seconds * SAMPLE_RATE)
-    out, start = np.zeros(n), 0
-    while start < n:
-        length = int(rng.uniform(0.05, 1.0) * SAMPLE_RATE)
-        noise = rng.standard_normal(length)
-        spectrum = np.fft.rfft(noise)
-        freqs = np.fft.rfftfreq(length, 1 / SAMPLE_RATE) + 1.0
-        tilt = rng.uniform(-1.0, 0.5)  # slope of the amplitude in octaves
-        spectrum *= (freqs / 1000.0) ** tilt
-        noise = np.fft.irfft(spectrum, length)
-        noise /= np.abs(noise).max() + 1e-9
-        t = _time(length)
-        env = np.minimum(t / rng.uniform(0.001, 0.2), 1) * np.exp(-t / rng.uniform(0.02, 1))
-        _place(out, 0.5 * noise * env * 10 ** rng.uniform(-1.5, 0), start / SAMPLE_RATE)
-        start += length + int(rng.uniform(0, 0.2) * SAMPLE_RATE)
-    return out
+    return _one_after_another(seconds, rng, _noise, gap=(0.0, 0.2))
 
 
 FORMANTS = {  # vowel: formant frequencies (Hz) and bandwidths, roughly an adult voice
@@ -230,27 +243,23 @@ FORMANTS = {  # vowel: formant frequencies (Hz) and bandwidths, roughly an adult
 }
 
 
+def _voice(rng: np.random.Generator) -> np.ndarray:
+    length = int(rng.uniform(0.4, 1.5) * SAMPLE_RATE)
+    t = _time(length)
+    f0 = _midi_hz(rng.uniform(45, 72))
+    freq = f0 * (1 + 0.01 * np.sin(2 * np.pi * rng.uniform(4, 7) * t))
+    phase = 2 * np.pi * np.cumsum(freq) / SAMPLE_RATE
+    centres, widths = FORMANTS[str(rng.choice(list(FORMANTS)))]
+    note = np.zeros(length)
+    for k in range(1, int(8000 / f0)):
+        gain = sum(1 / (1 + ((k * f0 - c) / w) ** 2) for c, w in zip(centres, widths, strict=True))
+        note += (gain + 0.02) / k**0.5 * np.sin(k * phase)
+    return note * np.minimum(t / 0.05, 1) * np.minimum((length - 1 - np.arange(length)) / 2000, 1)
+
+
 def voices(seconds: float, rng: np.random.Generator) -> np.ndarray:
     """Sung vowels: a glottal-like harmonic source with vibrato, shaped by formant peaks."""
-    n = int(seconds * SAMPLE_RATE)
-    out, start = np.zeros(n), 0
-    while start < n:
-        length = int(rng.uniform(0.4, 1.5) * SAMPLE_RATE)
-        t = _time(length)
-        f0 = _midi_hz(rng.uniform(45, 72))
-        freq = f0 * (1 + 0.01 * np.sin(2 * np.pi * rng.uniform(4, 7) * t))
-        phase = 2 * np.pi * np.cumsum(freq) / SAMPLE_RATE
-        centres, widths = FORMANTS[str(rng.choice(list(FORMANTS)))]
-        note = np.zeros(length)
-        for k in range(1, int(8000 / f0)):
-            gain = sum(
-                1 / (1 + ((k * f0 - c) / w) ** 2) for c, w in zip(centres, widths, strict=True)
-            )
-            note += (gain + 0.02) / k**0.5 * np.sin(k * phase)
-        env = np.minimum(t / 0.05, 1) * np.minimum((length - 1 - np.arange(length)) / 2000, 1)
-        _place(out, note * env, start / SAMPLE_RATE)
-        start += length + int(rng.uniform(0, 0.3) * SAMPLE_RATE)
-    return out
+    return _one_after_another(seconds, rng, _voice, gap=(0.0, 0.3))
 
 
 GENERATORS = {

@@ -16,7 +16,6 @@ holds, and the script ends by naming any target missed.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import platform
 import sys
 from collections.abc import Callable
@@ -30,16 +29,11 @@ from torchbend.audio import load
 from torchbend.audio import quality as q
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import make_assets  # noqa: E402  (a sibling script: the sound makers)
+
 RATE = 44100
 HELD_OUT_SEED = 20261123
-
-
-def _assets_module():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("make_assets", ROOT / "scripts/make_assets.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def sounds() -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
@@ -48,11 +42,10 @@ def sounds() -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         p.stem: load(p, sample_rate=RATE, mono=True)[0][0]
         for p in sorted((ROOT / "assets/sounds").glob("*.wav"))
     }
-    assets = _assets_module()
     rng = np.random.default_rng(HELD_OUT_SEED)
     held = {
         f"{name} (held out)": torch.from_numpy(
-            assets.normalize(assets.GENERATORS[name](4.0, rng))
+            make_assets.normalize(make_assets.GENERATORS[name](4.0, rng))
         ).float()
         for name in ("drums", "bass", "pad", "voices", "plucks", "chords")
     }

@@ -20,10 +20,10 @@ the output stays the same), and the script prints the held-out error before and 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -34,16 +34,11 @@ from torchbend.audio import load
 from torchbend.models import TinyRave
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import make_assets  # noqa: E402  (a sibling script: the sound makers)
+
 RATE = 44100
 FFT_SIZES = (2048, 512, 128)
-
-
-def _assets_module():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("make_assets", ROOT / "scripts/make_assets.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def aligned(model: TinyRave, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -133,7 +128,7 @@ def main() -> None:
             parser.error(f"{path.name} is too short for --holdout {args.holdout} and --crop")
         train.append(audio[:, :cut])
         held.append(audio[:, cut:])
-    made = _assets_module().training_sounds(args.seconds, seed=1)
+    made = make_assets.training_sounds(args.seconds, seed=1)
     train += [torch.from_numpy(a).float()[None] for a in made.values()]
     print(f"training on {sum(t.shape[-1] for t in train) / RATE:.0f} s of audio", flush=True)
 
