@@ -142,7 +142,8 @@ def main() -> None:
         profile(model)
         return
     lines = [
-        f"Measured by `python benchmarks/bench_realtime.py --write docs/realtime.md` on one "
+        f"Measured by `python benchmarks/bench_realtime.py --write docs/realtime.md README.md` on "
+        f"one "
         f"thread of {cpu_name()} ({platform.machine()}, {os.cpu_count()} cores), torch "
         f"{torch.__version__}, {args.sample_rate} Hz; model: {label}; bent: Mask(0.3, dim=-2) "
         f"on activation `{activation}`, Scale(0.8) on weight `{weight}`.",

@@ -5,9 +5,10 @@ Run: python examples/02_weight_bending.py [--out DIR] [--smoke]
 Loads TinyRave (``torchbend.models.load()``) and the drum loop of ``assets/sounds``, lists the
 model's weights (``weights.txt``), then renders the loop through the model once as it is
 (``original.wav``) and once per weight bending: a louder latent read-out (``Scale``), noise on
-a residual block (``Noise``), a third of the output channels of a layer cut (``Mask`` with
-``dim``), shuffled filters (``Permute``) and all of them at once (``all.wav``). WAVs go to DIR
-(default ``out/examples/02``). ``--smoke`` crops the loop to one second.
+the layer that writes the 16 bands (``Noise``), bands left out of the filter bank's merge
+(``Mask`` with ``dim``), bands merged through other bands' filters (``Permute``) and all of
+them at once (``all.wav``). WAVs go to DIR (default ``out/examples/02``). ``--smoke`` crops
+the loop to one second.
 """
 
 from __future__ import annotations
@@ -45,15 +46,17 @@ def main() -> None:
 
     # Each bending: a name, a callback, and a regular expression over weight names.
     bendings = {
-        # decoder.0 reads the 16-dim latent: doubling it overdrives everything after it.
+        # decoder.0 reads the 16-channel latent. The decoder's hidden values are small, so its
+        # tanh stays nearly linear: doubling this weight mostly doubles the output (+6 dB).
         "scale": (tb.Scale(2.0), r"decoder\.0\.weight"),
-        # Multiplicative noise (1 + N(0, 0.5)) on both convs of the first decoder block.
-        "noise": (tb.Noise(std=0.5, op="mul", seed=0), r"decoder\.3\.net\.\d\.weight"),
-        # A conv weight is [out, in, kernel]: dim=0 keeps the mask along the output
-        # channels, so whole filters go silent.
-        "mask": (tb.Mask(prob=0.3, dim=0, seed=0), r"decoder\.6\.net\.1\.weight"),
-        # Shuffle half of the filters (output channels) of the last residual block's conv.
-        "permute": (tb.Permute(dim=0, seed=0, amount=0.5), r"decoder\.9\.net\.1\.weight"),
+        # Multiplicative noise (1 + N(0, 0.5)) on decoder.2, which writes the 16 bands.
+        "noise": (tb.Noise(std=0.5, op="mul", seed=0), r"decoder\.2\.weight"),
+        # pqmf.merge.weight is [output phase, band, tap]: with dim=1 each of the 16 bands
+        # (1378 Hz wide at 44.1 kHz) is dropped whole with probability 0.3: spectral holes.
+        "mask": (tb.Mask(prob=0.3, dim=1, seed=0), r"pqmf\.merge\.weight"),
+        # Half of the bands merged through another band's filter: their content moves up or
+        # down the spectrum.
+        "permute": (tb.Permute(dim=1, seed=0, amount=0.5), r"pqmf\.merge\.weight"),
     }
 
     with torch.no_grad():

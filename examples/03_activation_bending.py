@@ -5,8 +5,8 @@ Run: python examples/03_activation_bending.py [--out DIR] [--smoke]
 Loads TinyRave (``torchbend.models.load()``) and the bass line of ``assets/sounds``, writes the
 table of its activations (``activations.txt``) and renders the bass through the model as it is
 (``original.wav``), then with one activation bending at a time: channels of the latent masked
-(``mask_latent.wav``), the latent read at half speed (``timestretch.wav``), a hidden layer
-driven into a soft clipper (``softclip.wav``) and quantized to four levels
+(``mask_latent.wav``), the latent read at half speed (``timestretch.wav``), the decoder's
+hidden layer driven into a soft clipper (``softclip.wav``) and quantized to eight levels
 (``quantize.wav``). It also draws the original and masked latents (``latents.png``). Files go
 to DIR (default ``out/examples/03``). ``--smoke`` crops the bass to one second.
 """
@@ -29,9 +29,10 @@ from torchbend.models import load
 
 REPO = Path(__file__).resolve().parents[1]
 # Activations are named after graph nodes (see activations.txt). In TinyRave's forward,
-# encoder_11 is the encoder's last convolution: the 16-channel latent, one frame per 256
-# samples. decoder_4 and decoder_7 are LeakyReLUs after the first two upsampling stages.
-LATENT = "encoder_11$"
+# encoder_2 is the encoder's last convolution: the 16-channel latent, one frame per 16
+# samples. decoder_0 is the decoder's first convolution (64 channels) and decoder_1 the tanh
+# after it; their values are small, well inside +-1, on the shipped sounds.
+LATENT = "encoder_2$"
 
 
 def main() -> None:
@@ -52,14 +53,20 @@ def main() -> None:
     bended.print_activations(out=args.out / "activations.txt")
 
     bendings = {
-        # Half of the 16 latent channels silenced, for the whole sound (dim=-2: channels).
+        # Each of the 16 latent channels silenced with probability 0.5, for the whole sound
+        # (dim=-2: channels). With this seed, six are, channel 0 (the most variance) among them.
         "mask_latent": (tb.Mask(prob=0.5, dim=-2, seed=1), LATENT),
-        # Each latent frame t reads frame t / 2: the sound slows down but keeps its length.
+        # Each latent frame t reads frame t / 2: the first half of the sound spread over its
+        # whole length. The frames are only 16 samples apart, so the waveform in each band
+        # slows down too: partials below 1378 Hz (the lowest band) drop an octave, higher
+        # ones move within their band, and images appear.
         "timestretch": (tb.TimeStretch(0.5), LATENT),
-        # tanh(8 x) / tanh(8): loud and quiet values alike pushed towards +-1.
-        "softclip": (tb.SoftClip(drive=8.0), "decoder_7$"),
-        # 2 bits: four levels for the whole hidden layer.
-        "quantize": (tb.Quantize(bits=2), "decoder_4$"),
+        # tanh(20 x) / tanh(20): on values this small, a gain of about 20 with the peaks
+        # squashed. Chained (>>) with a Scale that takes the gain back: the same level, the
+        # peaks still squashed.
+        "softclip": (tb.SoftClip(drive=20.0) >> tb.Scale(1 / 20), "decoder_1$"),
+        # 3 bits: eight levels over the whole hidden layer's range.
+        "quantize": (tb.Quantize(bits=3), "decoder_1$"),
     }
 
     with torch.no_grad():
@@ -72,8 +79,8 @@ def main() -> None:
         bended.reset()
         bended.bend(*bendings["mask_latent"])
         latents = {
-            "original": bended.get_activations(LATENT, bended=False, x=x)["encoder_11"],
-            "masked": bended.get_activations(LATENT, x=x)["encoder_11"],
+            "original": bended.get_activations(LATENT, bended=False, x=x)["encoder_2"],
+            "masked": bended.get_activations(LATENT, x=x)["encoder_2"],
         }
 
     for name, y in renders.items():
@@ -83,7 +90,7 @@ def main() -> None:
     for ax, (name, z) in zip(axes, latents.items()):
         ax.imshow(z[0].numpy(), aspect="auto", origin="lower", cmap="magma")
         ax.set(title=f"latent, {name}", ylabel="channel")
-    axes[-1].set_xlabel("frame (256 samples)")
+    axes[-1].set_xlabel(f"frame ({model.ratio} samples)")
     fig.tight_layout()
     fig.savefig(args.out / "latents.png", dpi=80)
     print(f"wrote {args.out / 'latents.png'} and {args.out / 'activations.txt'}")

@@ -4,12 +4,12 @@ Run: python examples/04_controls_sweep.py [--out DIR] [--smoke]
 
 Streams the pad of ``assets/sounds`` through TinyRave (``torchbend.models.load()``, in
 streaming mode) block by block, as a plugin host would, while a ``tb.BendingParameter``
-called ``depth`` rises from 0 to 1: it scales a weight, drives a soft clipper and slows the
-latent down, and each change is ramped over one block so it does not click. It writes the
-sweep (``sweep.wav``), the depth per block (``depth.png``) and the bending configuration
-(``bending.json``), then applies that JSON to a freshly loaded model, streams the same sweep
-and checks that the render is identical. Files go to DIR (default ``out/examples/04``).
-``--smoke`` crops the pad to one second.
+called ``depth`` rises from 0 to 1: it scales a weight, lowers the ceiling of a clipper and
+slows the latent down within each block, and each change is ramped over one block so it does
+not click. It writes the sweep (``sweep.wav``), the depth per block (``depth.png``) and the bending
+configuration (``bending.json``), then applies that JSON to a freshly loaded model, streams
+the same sweep and checks that the render is identical. Files go to DIR (default
+``out/examples/04``). ``--smoke`` crops the pad to one second.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from torchbend.audio.stream import Stream
 from torchbend.models import load
 
 REPO = Path(__file__).resolve().parents[1]
-BLOCK = 2048  # samples per block: 46 ms at 44.1 kHz, a multiple of the model's ratio (256)
+BLOCK = 2048  # samples per block: 46 ms at 44.1 kHz, a multiple of the model's ratio (16)
 
 
 def streaming_model(block: int) -> tb.BendedModule:
@@ -68,12 +68,13 @@ def main() -> None:
     depths = [i / max(1, blocks - 1) for i in range(blocks)]  # 0 -> 1, one value per block
 
     bended = streaming_model(BLOCK)
-    # One knob, several bendings. Arithmetic on a control (1 + depth, 8 * depth) makes a view
-    # that follows it; ramp=1 spreads each change over one block.
+    # One knob, several bendings. Arithmetic on a control (1 + depth, 0.95 * depth) makes a
+    # view that follows it; ramp=1 spreads each change over one block.
     depth = tb.BendingParameter("depth", 0.0, range=(0.0, 1.0), ramp=1)
     bended.bend(tb.Scale(1.0 + depth), r"decoder\.0\.weight")  # latent read-out, up to x2
-    bended.bend(tb.SoftClip(drive=8.0 * depth), "decoder_7$")  # a hidden layer, clipped
-    bended.bend(tb.TimeStretch(1.0 - 0.5 * depth), "encoder_11$")  # the latent, slowed
+    ceiling = 1.0 - 0.95 * depth  # decoder_1 is a tanh, within +-1: clipped down to +-0.05
+    bended.bend(tb.Clamp(min=-ceiling, max=ceiling), "decoder_1$")
+    bended.bend(tb.TimeStretch(1.0 - 0.5 * depth), "encoder_2$")  # the latent, slowed per block
     print("controls:", list(bended.controllables))
 
     # Save the preset before sweeping: the JSON keeps each control's current value, and a

@@ -29,7 +29,7 @@ from torchbend.audio import save
 from torchbend.models import load
 
 REPO = Path(__file__).resolve().parents[1]
-LATENT = "encoder_11"  # the encoder's last convolution in TinyRave's forward: [1, 16, frames]
+LATENT = "encoder_2"  # the encoder's last convolution in TinyRave's forward: [1, 16, frames]
 
 
 def main() -> None:

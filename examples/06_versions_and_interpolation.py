@@ -43,10 +43,10 @@ def main() -> None:
     bended.trace(x=x)
 
     # write() freezes the current weights, bendings included, under a name.
-    bended.bend(tb.Noise(std=0.3, op="mul", seed=0), r"decoder\.\d+\.net\.\d\.weight")
+    bended.bend(tb.Noise(std=0.3, op="mul", seed=0), r"decoder\.[02]\.weight")
     bended.write("noisy")
     bended.reset()
-    bended.bend(tb.Permute(dim=0, seed=0, amount=0.3), r"decoder\.[258]\.weight")
+    bended.bend(tb.Permute(dim=0, seed=0, amount=0.3), r"decoder\.2\.weight")
     bended.write("permuted")
     bended.reset()
     # Any checkpoint with the same weight names can be a version: here, untrained weights.

@@ -31,8 +31,8 @@ def bend(bended: tb.BendedModule) -> None:
     """The same two knobs on any traced TinyRave."""
     gain = tb.BendingParameter("gain", 1.0, range=(0.0, 2.0))
     drive = tb.BendingParameter("drive", 2.0, range=(0.0, 10.0))
-    bended.bend(tb.Scale(gain), "decoder_4$")  # an activation: read at each call
-    bended.bend(tb.SoftClip(drive), "decoder_7$")
+    bended.bend(tb.Scale(gain), "decoder_1$")  # an activation: read at each call
+    bended.bend(tb.SoftClip(drive), "decoder_0$")
     bended.bend(tb.Scale(1.5), r"decoder\.0\.weight")  # a weight: bent once, frozen in
 
 

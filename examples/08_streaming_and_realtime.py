@@ -35,7 +35,7 @@ def bent_stream(block: int, batch: int) -> tuple[tb.BendedModule, Stream]:
         model(silence)  # size the caches for this batch before tracing
     bended = tb.BendedModule(model)
     bended.trace(x=silence)
-    bended.bend(tb.SoftClip(drive=3.0), "decoder_7$")
+    bended.bend(tb.SoftClip(drive=3.0), "decoder_0$")
     bended.bend(tb.Scale(1.3), r"decoder\.0\.weight")
     # channels=1: a mono model; a stereo input runs as a batch of two.
     return bended, Stream(bended, block_size=block, sample_rate=model.sample_rate, channels=1)
