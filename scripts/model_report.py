@@ -79,8 +79,8 @@ def measure(model: torch.nn.Module) -> tuple[list[str], list[str]]:
     lines = ["### Sounds", ""]
     lines += [
         "| sound | loudness in (LUFS) | out (LUFS) | difference (LU) | within 1 LU | DC in "
-        "| DC out | spectral distance |",
-        "|---|---|---|---|---|---|---|---|",
+        "| DC out | error (dB re input) | spectral distance |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     failed: list[str] = []
     shipped, held = sounds()
@@ -92,7 +92,8 @@ def measure(model: torch.nn.Module) -> tuple[list[str], list[str]]:
         worst = max(worst, abs(b - a))
         lines.append(
             f"| {name} | {a:.1f} | {b:.1f} | {b - a:+.1f} | {'yes' if abs(b - a) <= 1 else 'no'} "
-            f"| {q.dc(x):+.4f} | {q.dc(y):+.4f} | {q.spectral_distance(y, x):.2f} |"
+            f"| {q.dc(x):+.4f} | {q.dc(y):+.4f} | {q.error_db(y, x):.1f} "
+            f"| {q.spectral_distance(y, x):.2f} |"
         )
     lines += ["", "### Calibration of the spectral distance (on the shipped sounds)", ""]
     lines += ["| degradation of the input | spectral distance |", "|---|---|"]

@@ -77,3 +77,11 @@ def test_spectral_distance_is_zero_for_the_signal_and_grows_with_damage():
     quieter = q.spectral_distance(x * 10 ** (-3 / 20), x)
     assert quieter == pytest.approx(3 / 20 * math.log(10), rel=0.05)  # 3 dB in natural log
     assert q.spectral_distance(x + 1e-3 * _noise(2.0, 1), x) < quieter
+
+
+def test_error_db_reads_the_power_of_the_difference():
+    x = _noise(1.0)
+    assert q.error_db(x, x) == -math.inf
+    assert q.error_db(x * 1.1, x) == pytest.approx(-20.0, abs=1e-3)
+    assert q.error_db(x + 0.01 * _noise(1.0, seed=1), x) == pytest.approx(-40.0, abs=0.2)
+    assert q.error_db(torch.roll(x, 1), x) == pytest.approx(3.0, abs=0.2)  # a delay: uncorrelated

@@ -15,6 +15,7 @@ import torch
 
 __all__ = [
     "dc",
+    "error_db",
     "harmonic_contrast_db",
     "level_dbfs",
     "locked_lines_db",
@@ -46,6 +47,17 @@ def level_dbfs(x: torch.Tensor) -> float:
 def dc(x: torch.Tensor) -> float:
     """The mean of the signal (its offset)."""
     return float(_flat(x).mean())
+
+
+def error_db(y: torch.Tensor, x: torch.Tensor) -> float:
+    """Power of ``y - x`` in dB relative to the power of ``x`` (both lined up, same length):
+    -20 for a copy with a tenth of it added, -inf for an exact copy. It sees every
+    difference, a delay or a phase change included: line the signals up first."""
+    a, b = _flat(x), _flat(y)
+    error = float((b - a).pow(2).mean())
+    if error == 0.0:
+        return -math.inf
+    return 10 * math.log10(error / (float(a.pow(2).mean()) + _TINY))
 
 
 def _k_weighting(freqs: torch.Tensor, rate: int) -> torch.Tensor:
