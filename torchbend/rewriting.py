@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, ClassVar
 
 import torch
 import torch.fx
@@ -33,18 +33,27 @@ class ActivationSlot(nn.Module):
     An empty slot is the identity; slots are only inserted where something is bent.
     """
 
+    # The bound ``bend`` methods are a Python shortcut; TorchScript compiles ``forward``.
+    __jit_ignored_attributes__: ClassVar[list[str]] = ["_bends"]
+
     def __init__(self, name: str, callbacks: Sequence[BendingCallback]) -> None:
         super().__init__()
         self.name = name
         self.callbacks = nn.ModuleList(callbacks)
+        # Scripted callbacks (an export's) have no bend of their own: they are called.
+        self._bends = tuple(getattr(cb, "bend", cb) for cb in callbacks)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        # A slot runs on every call of a bent graph (every streamed block): a callback's
+        # forward is its bend, so calling the bends directly skips nn.Module's call machinery
+        # twice per callback, which costs as much as a small bending itself. (A slot carries
+        # no hooks; the graph's own code is what calls it.)
+        name = self.name
+        for bend in self._bends:
+            x = bend(x, name)
+        return x
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not torch.jit.is_scripting():
-            # A callback's forward is its bend: calling bend skips nn.Module's call machinery,
-            # which costs as much as a small bending itself on every streamed block.
-            for cb in self.callbacks:
-                x = cast(BendingCallback, cb).bend(x, self.name)
-            return x
         for cb in self.callbacks:
             x = cb(x, self.name)
         return x

@@ -45,7 +45,7 @@ class BendingCallback(nn.Module):
 
     # The controls given as arguments are Python objects TorchScript has no type for; scripted
     # code reads the numbers they push into the arguments' attributes instead.
-    __jit_ignored_attributes__: ClassVar[list[str]] = ["scriptable", "_controlled"]
+    __jit_ignored_attributes__: ClassVar[list[str]] = ["scriptable", "_controlled", "_fitted"]
 
     def __init__(self) -> None:
         super().__init__()
@@ -56,6 +56,9 @@ class BendingCallback(nn.Module):
         self._controlled = dict[str, Control]()
         """The arguments given as controls (or views of them), by name."""
         self._ramps = dict[str, tuple[Any, Any, Any]]()
+        self._fitted = dict[str, tuple[torch.Size, torch.Size]]()
+        """For each target, the shapes of state and input last found to broadcast (see
+        :meth:`check_broadcast`): the check runs again only when one of them changes."""
         """For each argument declared with ``ramps=True``: its values at the start and at the
         end of the current call, and its value (see :meth:`along`)."""
 
@@ -244,6 +247,17 @@ class BendingCallback(nn.Module):
 
     def check_broadcast(self, state: torch.Tensor, x: torch.Tensor, name: str) -> None:
         """Raise a :class:`BendingError` if ``state`` cannot broadcast onto ``x``."""
+        if not torch.jit.is_scripting():
+            # Called on every streamed block: shapes already found to fit are not walked again.
+            shapes = (state.shape, x.shape)
+            if self._fitted.get(name) == shapes:
+                return
+            self._check_broadcast(state, x, name)
+            self._fitted[name] = shapes
+            return
+        self._check_broadcast(state, x, name)
+
+    def _check_broadcast(self, state: torch.Tensor, x: torch.Tensor, name: str) -> None:
         fits = state.dim() <= x.dim()
         if fits:
             for i in range(1, state.dim() + 1):
