@@ -6,8 +6,9 @@ Run: python benchmarks/bench_realtime.py [--quick] [--sample-rate 44100]
 For each block size, one round processes a burst of 8 consecutive blocks with each variant
 (after one untimed block, so that each runs with its own weights in the caches, as a stream
 does), the variants in a shuffled order (seeded): the plain model, the BendedModule with
-nothing bent, the BendedModule with a Mask on an activation and a Scale on a weight, and that
-bent model exported for nn~ (``tb.export.nntilde``) and loaded back with ``torch.jit.load``.
+nothing bent, the BendedModule with a Mask on an activation and a Scale on a weight, and the bent
+and unbent models exported for nn~ (``tb.export.nntilde``) and loaded back with
+``torch.jit.load`` (the bending's cost without Python's per-call cost).
 Reported: the median compute time per block (mean over a burst), the realtime factor (block
 duration / median time) and the median over rounds of each variant's time over the plain
 model's in the same round. The model is
@@ -90,16 +91,20 @@ def variants(
     bent.trace(x=torch.zeros(1, 1, block))
     bent.bend(tb.Mask(0.3, dim=-2, seed=0), activation)
     bent.bend(tb.Scale(0.8), weight)
-    path = folder / f"bent_{block}.ts"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tb.export.nntilde(bent, path, methods=["forward"])
     ratio = int(getattr(model, "ratio", 1))
+    files = {}
+    for label, bended in (("bent", bent), ("unbent", unbent)):
+        path = folder / f"{label}_{block}.ts"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tb.export.nntilde(bended, path, methods=["forward"])
+        files[label] = Stream(torch.jit.load(path), block_size=block, ratio=ratio)
     streams = {
         "plain module": Stream(model, block_size=block),
         "bended, nothing bent": Stream(unbent, block_size=block),
         "bended, Mask + Scale": Stream(bent, block_size=block),
-        "nn~ file of the bent model": Stream(torch.jit.load(path), block_size=block, ratio=ratio),
+        "nn~ file of the bent model": files["bent"],
+        "nn~ file of the unbent model": files["unbent"],
     }
     return {k: functools.partial(s.process_block, x) for k, s in streams.items()}
 
@@ -143,15 +148,15 @@ def main() -> None:
         return
     lines = [
         f"Measured by `python benchmarks/bench_realtime.py --write docs/realtime.md README.md` on "
-        f"one "
-        f"thread of {cpu_name()} ({platform.machine()}, {os.cpu_count()} cores), torch "
+        f"one thread of {cpu_name()} ({platform.machine()}, {os.cpu_count()} cores), torch "
         f"{torch.__version__}, {args.sample_rate} Hz; model: {label}; bent: Mask(0.3, dim=-2) "
         f"on activation `{activation}`, Scale(0.8) on weight `{weight}`.",
         "",
         "| block | latency (ms) | plain: ms / block | plain: x realtime "
         "| nothing bent: x realtime | bent: x realtime | nn~ file: x realtime "
-        "| nothing bent / plain | bent / plain | bent / nothing bent | nn~ file / bent |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| nothing bent / plain | bent / plain | bent / nothing bent | nn~ file / bent "
+        "| nn~ files: bent / unbent |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     print("\n".join(lines), flush=True)
     # Stream runs the model under torch.no_grad, as live() does.
@@ -162,15 +167,16 @@ def main() -> None:
             rounds = max(5, int(seconds * args.sample_rate / block / BURST))
             fns = variants(model, block, activation, weight, Path(folder))
             names = list(fns)
-            pairs = [(names[2], names[1]), (names[3], names[2])]
+            pairs = [(names[2], names[1]), (names[3], names[2]), (names[3], names[4])]
             medians, ratios = interleaved(fns, rounds, pairs=pairs, warmup=3, burst=BURST)
             budget = block / args.sample_rate
-            plain, unbent, bent, exported = medians.values()
-            _, r_unbent, r_bent, _, r_bending, r_file = ratios.values()
+            plain, unbent, bent, exported, _ = medians.values()
+            _, r_unbent, r_bent, _, _, r_bending, r_file, r_file_bending = ratios.values()
             lines.append(
                 f"| {block} | {1000 * budget:.1f} | {1000 * plain:.3f} | {budget / plain:.1f} "
                 f"| {budget / unbent:.1f} | {budget / bent:.1f} | {budget / exported:.1f} "
-                f"| {r_unbent:.3f} | {r_bent:.3f} | {r_bending:.3f} | {r_file:.3f} |"
+                f"| {r_unbent:.3f} | {r_bent:.3f} | {r_bending:.3f} | {r_file:.3f} "
+                f"| {r_file_bending:.3f} |"
             )
             print(lines[-1], flush=True)
             factors[block] = (
