@@ -160,41 +160,37 @@ def main() -> None:
     ]
     print("\n".join(lines), flush=True)
     # Stream runs the model under torch.no_grad, as live() does.
-    factors: dict[int, tuple[float, float, float, float, float]] = {}
+    slowest: dict[int, float] = {}  # the lowest realtime factor of the variants, per block
+    bending: dict[int, float] = {}  # bent / nothing bent, per block
     with tempfile.TemporaryDirectory() as folder:
         for block in args.blocks:
             seconds = 1.0 if args.quick else 20.0  # audio per variant
             rounds = max(5, int(seconds * args.sample_rate / block / BURST))
             fns = variants(model, block, activation, weight, Path(folder))
-            names = list(fns)
-            pairs = [(names[2], names[1]), (names[3], names[2]), (names[3], names[4])]
+            plain, unbent, bent, file, file_unbent = fns
+            pairs = [(bent, unbent), (file, bent), (file, file_unbent)]
             medians, ratios = interleaved(fns, rounds, pairs=pairs, warmup=3, burst=BURST)
             budget = block / args.sample_rate
-            plain, unbent, bent, exported, _ = medians.values()
-            _, r_unbent, r_bent, _, _, r_bending, r_file, r_file_bending = ratios.values()
+            factor = {k: budget / medians[k] for k in (plain, unbent, bent, file)}
             lines.append(
-                f"| {block} | {1000 * budget:.1f} | {1000 * plain:.3f} | {budget / plain:.1f} "
-                f"| {budget / unbent:.1f} | {budget / bent:.1f} | {budget / exported:.1f} "
-                f"| {r_unbent:.3f} | {r_bent:.3f} | {r_bending:.3f} | {r_file:.3f} "
-                f"| {r_file_bending:.3f} |"
+                f"| {block} | {1000 * budget:.1f} | {1000 * medians[plain]:.3f} "
+                + "".join(f"| {factor[k]:.1f} " for k in (plain, unbent, bent, file))
+                + "".join(f"| {ratios[k]:.3f} " for k in (unbent, bent))
+                + "".join(f"| {ratios[f'{a} / {b}']:.3f} " for a, b in pairs)
+                + "|"
             )
             print(lines[-1], flush=True)
-            factors[block] = (
-                budget / plain,
-                budget / unbent,
-                budget / bent,
-                budget / exported,
-                r_bending,
-            )
+            slowest[block] = min(factor.values())
+            bending[block] = ratios[f"{bent} / {unbent}"]
     summary = [
         f"On one thread of {cpu_name()}, the shipped model streams at "
         + " and ".join(
-            f"{min(factors[b][:4]):.0f}x realtime or more at blocks of {b} samples"
+            f"{slowest[b]:.0f}x realtime or more at blocks of {b} samples"
             for b in (2048, 256)
-            if b in factors
+            if b in slowest
         )
         + " (plain, bended, bent and exported for nn~ alike; bending costs "
-        f"{100 * (max(f[4] for f in factors.values()) - 1):+.0f}% at most), measured by "
+        f"{100 * (max(bending.values()) - 1):+.0f}% at most), measured by "
         "`python benchmarks/bench_realtime.py` ([docs/realtime.md](docs/realtime.md)).",
     ]
     for path in args.write:

@@ -86,7 +86,8 @@ def evaluate(model: TinyRave, sounds: list[torch.Tensor]) -> tuple[float, float]
 def order_latent(model: TinyRave, sounds: list[torch.Tensor]) -> None:
     """Rotate the latent to its principal axes on ``sounds``, largest variance first."""
     model.eval()
-    z = torch.cat([model.encode(x[None, :, : x.shape[-1] // 16 * 16])[0] for x in sounds], -1)
+    ratio = model.ratio
+    z = torch.cat([model.encode(x[None, :, : x.shape[-1] // ratio * ratio])[0] for x in sounds], -1)
     covariance = z @ z.T / z.shape[-1]
     _, vectors = torch.linalg.eigh(covariance.double())
     rotation = vectors.flip(1).float()  # columns: principal axes, largest first

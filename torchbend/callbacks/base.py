@@ -56,11 +56,11 @@ class BendingCallback(nn.Module):
         self._controlled = dict[str, Control]()
         """The arguments given as controls (or views of them), by name."""
         self._ramps = dict[str, tuple[Any, Any, Any]]()
+        """For each argument declared with ``ramps=True``: its values at the start and at the
+        end of the current call, and its value (see :meth:`along`)."""
         self._fitted = dict[str, tuple[torch.Size, torch.Size]]()
         """For each target, the shapes of state and input last found to broadcast (see
         :meth:`check_broadcast`): the check runs again only when one of them changes."""
-        """For each argument declared with ``ramps=True``: its values at the start and at the
-        end of the current call, and its value (see :meth:`along`)."""
 
     # -- to implement -------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 No ``from __future__ import annotations``: TorchScript reads the annotations of this module.
 """
 
+import functools
 import math
 
 import torch
@@ -21,6 +22,12 @@ def prototype_filter(bands: int, taps_per_band: int, attenuation: float = 100.0)
     nonzero multiple of ``2 * bands`` samples: then the aliasing between neighbouring bands
     cancels and analysis followed by synthesis is close to a pure delay.
     """
+    # The search takes some 50 ms; every model built (each load) would repeat it.
+    return _prototype(bands, taps_per_band, attenuation).clone()
+
+
+@functools.lru_cache(maxsize=8)
+def _prototype(bands: int, taps_per_band: int, attenuation: float) -> torch.Tensor:
     length = bands * taps_per_band
     beta = 0.1102 * (attenuation - 8.7)
     n = torch.arange(length, dtype=torch.float64) - (length - 1) / 2
