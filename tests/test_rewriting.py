@@ -49,4 +49,12 @@ def test_compiled_graph_modules_keep_the_flow_steps_of_their_trace():
     assert [s.checked for s in record.flow_steps] == ["runtime"]
     assert record.guard_facts == traced.guard_facts
     assert record.paths == {"_tb_a": "a"}
-    assert graph_module_record(copy.deepcopy(gm)) == record
+    assert list(record.slots) == ["a"] and record.slots["a"] is gm.get_submodule("_tb_slots.a")
+    copied = copy.deepcopy(gm)
+    kept = graph_module_record(copied)
+    assert (kept.flow_steps, kept.guard_facts, kept.paths) == (
+        record.flow_steps,
+        record.guard_facts,
+        record.paths,
+    )
+    assert kept.slots["a"] is copied.get_submodule("_tb_slots.a")  # the copy's own slot

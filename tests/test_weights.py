@@ -55,3 +55,21 @@ def test_parametrized_layers_can_be_bent():
     bank.set({"0.parametrizations.weight.original0": torch.zeros_like(g)})
     assert torch.equal(bank.view(x), m[0].bias[None, :, None].expand(1, 2, 6).detach())
     assert not torch.equal(m(x), bank.view(x))
+
+
+def test_synced_view_copies_follow_flags_tensors_and_new_attributes_of_their_originals():
+    m = model()
+    bank = WeightBank(m)
+    bank.set({"0.weight": torch.ones(3, 3)})
+    copy = bank.synced_view()[0]
+    assert copy is not m[0] and copy.weight is not m[0].weight
+    for value in (torch.zeros(4), torch.ones(4), torch.ones(1), torch.zeros(1)):
+        m[0].table = value  # a tensor attribute replaced, compared by value: still given
+        assert bank.synced_view()[0].table is value
+    m[0].eval()
+    m[0].flag = "new"  # an attribute the copy never had
+    bank.synced_view()
+    assert not copy.training and copy.flag == "new"
+    m[0].flag = "other"
+    bank.synced_view()
+    assert copy.flag == "other" and copy.weight is not m[0].weight  # its own weight kept

@@ -31,17 +31,45 @@ class ActivationSlot(nn.Module):
     """Insertion point after one activation: applies its callbacks in order.
 
     An empty slot is the identity; slots are only inserted where something is bent.
+
+    Args:
+        name: the activation, as ``"<method>:<node>"``.
+        callbacks: what bends it, in order.
+        standing_for: the callbacks that ``callbacks`` are scripted copies of (an export's),
+            which :meth:`static_factor` asks; ``callbacks`` by default.
     """
 
     # The bound ``bend`` methods are a Python shortcut; TorchScript compiles ``forward``.
-    __jit_ignored_attributes__: ClassVar[list[str]] = ["_bends"]
+    __jit_ignored_attributes__: ClassVar[list[str]] = ["_bends", "_standing_for"]
 
-    def __init__(self, name: str, callbacks: Sequence[BendingCallback]) -> None:
+    def __init__(
+        self,
+        name: str,
+        callbacks: Sequence[nn.Module],
+        standing_for: Sequence[BendingCallback] | None = None,
+    ) -> None:
         super().__init__()
         self.name = name
         self.callbacks = nn.ModuleList(callbacks)
         # Scripted callbacks (an export's) have no bend of their own: they are called.
         self._bends = tuple(getattr(cb, "bend", cb) for cb in callbacks)
+        eager = [cb for cb in callbacks if isinstance(cb, BendingCallback)]
+        self._standing_for = tuple(eager if standing_for is None else standing_for)
+
+    def originals(self) -> tuple[BendingCallback, ...]:
+        """The eager callbacks this slot applies (those its scripted copies stand for)."""
+        return self._standing_for
+
+    def static_factor(self) -> torch.Tensor | None:
+        """The tensor the slot multiplies its activation by on every call, if its callbacks
+        only do that (see :meth:`BendingCallback.static_factor`); else ``None``."""
+        factor: torch.Tensor | None = None
+        for cb in self._standing_for:
+            f = cb.static_factor(self.name)
+            if f is None:
+                return None
+            factor = f if factor is None else factor * f
+        return factor
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         # A slot runs on every call of a bent graph (every streamed block): a callback's
@@ -73,6 +101,8 @@ class GraphModuleRecord:
     paths: Mapping[str, str]
     """The dotted path, in the module the GraphModule reads from, of each module and weight
     attached to it under a flat name (``encoder_0_weight``: ``encoder.0.weight``)."""
+    slots: Mapping[str, ActivationSlot]
+    """The slot after each bent activation, by node name."""
 
 
 def graph_module_record(gm: torch.fx.GraphModule) -> GraphModuleRecord:
@@ -119,8 +149,9 @@ def build_graph_module(
             root[flat] = attribute_at(view, target)
         node.target = flat_of[target]
     gm = torch.fx.GraphModule(root, graph, class_name=class_name)
+    inserted = {_node_of_slot(n): slots[_node_of_slot(n)] for n in graph.nodes if is_slot(n)}
     gm.meta[META_KEY] = GraphModuleRecord(
-        tuple(traced.flow_steps), tuple(traced.guard_facts), paths
+        tuple(traced.flow_steps), tuple(traced.guard_facts), paths, inserted
     )
     return gm
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import torch
 from torch import nn
 
 from .errors import BendingError
 
-__all__ = ["WeightBank", "module_view", "weight_holder"]
+__all__ = ["CopySync", "WeightBank", "module_view", "weight_holder"]
 
 Bend = Callable[[str, torch.Tensor], torch.Tensor]
 """Bends weight ``name``: ``bend(name, weight) -> bent copy``."""
@@ -80,14 +82,37 @@ def module_view(
     return view
 
 
-def sync_copies(copies: list[tuple[nn.Module, nn.Module]]) -> None:
-    """Give each copy the attributes its original has now (``training`` switched on a
-    submodule, a flag set), but its own parameters and submodules."""
-    for view, original in copies:
-        mine = view.__dict__
-        for key, value in original.__dict__.items():
-            if mine.get(key) is not value and key not in _OWN:
-                mine[key] = value
+class CopySync:
+    """Gives copies of modules (made by :func:`module_view`) the attributes their originals
+    have now (``training`` switched on a submodule, a flag set), but their own parameters and
+    submodules.
+
+    It runs before every call of a graph that reads the copies, so the usual case, nothing
+    changed, is one comparison of each original's attributes with those it last gave (in C:
+    the same objects, or equal values, pass).
+    """
+
+    def __init__(self, copies: list[tuple[nn.Module, nn.Module]]) -> None:
+        self._pairs = [(view.__dict__, original.__dict__) for view, original in copies]
+        self._given: list[tuple[Callable[[dict[str, Any]], Any], Any, int] | None]
+        self._given = [None] * len(self._pairs)
+        """For each copy, what its original's attributes were when last given to it: a reader
+        of them, their values and how many attributes there were."""
+
+    def __call__(self) -> None:
+        for i, (mine, theirs) in enumerate(self._pairs):
+            given = self._given[i]
+            if given is not None and len(theirs) == given[2]:
+                try:
+                    if given[0](theirs) == given[1]:
+                        continue
+                except RuntimeError:  # a tensor attribute replaced: compared by value
+                    pass
+            for key, value in theirs.items():
+                if mine.get(key) is not value and key not in _OWN:
+                    mine[key] = value
+            read = operator.itemgetter(*[k for k in theirs if k not in _OWN])
+            self._given[i] = (read, read(theirs), len(theirs))
 
 
 _OWN = frozenset({"_parameters", "_modules"})
@@ -112,8 +137,8 @@ class WeightBank:
         """Weights replacing the originals before bending (from a version or a mix)."""
         self.versions: dict[str, dict[str, torch.Tensor]] = {}
         self.view: nn.Module = module
-        self._copies: list[tuple[nn.Module, nn.Module]] = []
-        """The modules ``view`` copies, with their originals."""
+        self._sync = CopySync([])
+        """Gives the modules ``view`` copies the attributes of their originals."""
         self.active = self.ORIGINAL
         """Name of the version bendings apply to (its weights, or a mix, are ``base``)."""
         self.listeners: list[Callable[[nn.Module], None]] = []
@@ -227,15 +252,16 @@ class WeightBank:
     def synced_view(self) -> nn.Module:
         """``view``, its copied modules given the attributes the wrapped module's have now:
         graphs run on it, and guards read the modes and flags there."""
-        sync_copies(self._copies)
+        self._sync()
         return self.view
 
     def refresh(self) -> None:
         """Rebuild ``view`` (after bending, a device move or a train/eval switch)."""
         weights = {**self.base, **self.bent}
         replaced = {alias: t for name, t in weights.items() for alias in self._aliases[name]}
-        self._copies = []
-        self.view = module_view(self.module, replaced, self._copies)
+        copies: list[tuple[nn.Module, nn.Module]] = []
+        self.view = module_view(self.module, replaced, copies)
+        self._sync = CopySync(copies)
         for listener in self.listeners:
             listener(self.view)
 

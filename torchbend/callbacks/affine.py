@@ -85,6 +85,9 @@ class Scale(BendingCallback):
         super().__init__()
         self.scale = scale
 
+    def static_factor(self, name: str) -> torch.Tensor | None:
+        return None if self._controlled else torch.tensor(self.scale)
+
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         return multiply(x, self.along("scale", x))
 

@@ -241,6 +241,8 @@ class Argument:
         tensor = isinstance(value, torch.Tensor)
         changed = not (tensor or isinstance(previous, torch.Tensor)) and previous != value
         cb.__dict__[self.name] = value
+        if changed or tensor:
+            cb.revision += 1
         if self.ramps:
             if value is None:
                 cb._ramps.pop(self.name, None)

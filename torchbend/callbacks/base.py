@@ -45,7 +45,12 @@ class BendingCallback(nn.Module):
 
     # The controls given as arguments are Python objects TorchScript has no type for; scripted
     # code reads the numbers they push into the arguments' attributes instead.
-    __jit_ignored_attributes__: ClassVar[list[str]] = ["scriptable", "_controlled", "_fitted"]
+    __jit_ignored_attributes__: ClassVar[list[str]] = [
+        "scriptable",
+        "_controlled",
+        "_fitted",
+        "revision",
+    ]
 
     def __init__(self) -> None:
         super().__init__()
@@ -61,6 +66,10 @@ class BendingCallback(nn.Module):
         self._fitted = dict[str, tuple[torch.Size, torch.Size]]()
         """For each target, the shapes of state and input last found to broadcast (see
         :meth:`check_broadcast`): the check runs again only when one of them changes."""
+        self.revision = 0
+        """Counts the changes of this callback's state and arguments (a value set directly or
+        pushed by a control, a mask drawn again): what kept a result of :meth:`static_factor`
+        compares to know that it is out of date."""
 
     # -- to implement -------------------------------------------------------------------------
 
@@ -72,6 +81,16 @@ class BendingCallback(nn.Module):
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
         """Allocate the state this callback needs for target ``name`` (nothing by default)."""
+
+    def static_factor(self, name: str) -> torch.Tensor | None:
+        """The tensor ``f`` such that ``bend(x, name)`` is ``x * f`` on every call, if there is
+        one (``None`` by default, and whenever an argument is a control).
+
+        A bended graph uses it to fold the bending of an activation into the weights of the
+        linear layers that read it (see :mod:`torchbend.folding`), so that the bending costs
+        nothing per call; ``f`` must broadcast onto the target's traced shape.
+        """
+        return None
 
     def control_changed(self) -> None:
         """Derive state again after an argument declared with ``derives=True`` changed.
@@ -216,6 +235,7 @@ class BendingCallback(nn.Module):
             buffer = f"state_{len(self._state_names)}_{re.sub(r'[^0-9a-zA-Z_]', '_', name)}"
             self._state_names[name] = buffer
         self.register_buffer(buffer, tensor)
+        self.revision += 1
 
     def has_state(self, name: str) -> bool:
         return name in self._state_names
@@ -353,6 +373,15 @@ class Chain(BendingCallback):
 
     def arguments(self) -> dict[str, Any]:
         return {"callbacks": self.chained()}
+
+    def static_factor(self, name: str) -> torch.Tensor | None:
+        factor: torch.Tensor | None = None
+        for cb in self.chained():
+            f = cb.static_factor(name)
+            if f is None:
+                return None
+            factor = f if factor is None else factor * f
+        return factor
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         for cb in self.callbacks:

@@ -92,6 +92,9 @@ class Mask(Seeded):
         noise = self.state(draw_key(name))
         self.add_state(name, (noise >= self.prob).to(dtype))
 
+    def static_factor(self, name: str) -> torch.Tensor | None:
+        return None if self._controlled else self.state(name)
+
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         mask = self.state(name)
         self.check_broadcast(mask, x, name)

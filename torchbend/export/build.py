@@ -12,7 +12,8 @@ from torch import nn
 
 from ..callbacks.base import BendingCallback
 from ..errors import ExportError
-from ..rewriting import SLOTS, ActivationSlot, build_graph_module
+from ..folding import fold_slots
+from ..rewriting import ActivationSlot, build_graph_module, graph_module_record
 from ..tracing.surgery import strip_guards
 from .check import error_summary
 from .plan import ExportPlan, leaves
@@ -118,20 +119,14 @@ def _graph(
     entry = plan.entries[method]
     assert entry.gm is not None
     slots: dict[str, ActivationSlot] = {}
-    for node in entry.gm.graph.nodes:
-        target = str(node.target)
-        if node.op == "call_module" and target.startswith(SLOTS + "."):
-            slot = entry.gm.get_submodule(target)
-            assert isinstance(slot, ActivationSlot)
-            exported = [
-                callbacks[plan.index(leaf)]
-                for cb in slot.callbacks
-                if isinstance(cb, BendingCallback)
-                for leaf in leaves(cb)
-            ]
-            slots[node.args[0].name] = ActivationSlot(slot.name, exported)  # type: ignore[arg-type]
+    for node, slot in graph_module_record(entry.gm).slots.items():
+        exported = [callbacks[plan.index(leaf)] for cb in slot.originals() for leaf in leaves(cb)]
+        slots[node] = ActivationSlot(slot.name, exported, standing_for=slot.originals())
     constants = {k: v.clone() for k, v in entry.result.constants.items()}
     gm = build_graph_module(entry.result, view, slots, f"Exported_{method}", constants)
+    # The export runs without autograd on weights of its own: static channel bendings are
+    # folded into the layers that read them, as bended graphs do when streaming.
+    fold_slots(gm, view)
     guards = strip_guards(gm.graph)
     if guards:
         gm.recompile()

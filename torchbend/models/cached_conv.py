@@ -41,6 +41,10 @@ class CachedConv1d(nn.Conv1d):
     # A leaf of bended graphs: its cache is resized when the batch size changes, which a graph
     # cannot record, while a leaf's own code runs at every call. Its weights still bend.
     torchbend_leaf = True
+    # Its output is linear in its input's channels through ``weight`` (the cache holds past
+    # input, or past output, made with the same weight): a static channel bending of its
+    # input folds into its weight (torchbend.folding).
+    torchbend_linear = True
 
     def __init__(
         self,
@@ -108,6 +112,10 @@ class CachedConvTranspose1d(nn.ConvTranspose1d):
     # A leaf of bended graphs: its cache is resized when the batch size changes, which a graph
     # cannot record, while a leaf's own code runs at every call. Its weights still bend.
     torchbend_leaf = True
+    # Its output is linear in its input's channels through ``weight`` (the cache holds past
+    # input, or past output, made with the same weight): a static channel bending of its
+    # input folds into its weight (torchbend.folding).
+    torchbend_linear = True
 
     def __init__(
         self, in_channels: int, out_channels: int, kernel_size: int, stride: int, bias: bool = True

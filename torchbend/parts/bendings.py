@@ -14,6 +14,7 @@ from ..callbacks.base import BendingCallback
 from ..callbacks.capture import Capture
 from ..config import BendingConfig, ConfigItem
 from ..errors import BendingError, SelectionError
+from ..folding import fold_slots
 from ..rewriting import ActivationSlot, build_graph_module
 from ..selection import Selection, matches
 from ..tracing import record_of
@@ -198,9 +199,11 @@ class BendingSet:
                 if name in present:
                     slots.setdefault(name, []).append(bending.callback)
         modules = {n: ActivationSlot(f"{method.key}:{n}", cbs) for n, cbs in slots.items()}
-        entry.gm = build_graph_module(
-            entry.result,
-            self.view(),
-            modules,
-            class_name=f"Bended{self.owner}_{method.name}",
-        )
+        view, name = self.view(), f"Bended{self.owner}_{method.name}"
+        entry.gm = build_graph_module(entry.result, view, modules, class_name=name)
+        # The same graph with the bendings that can be folded into weights folded, for calls
+        # without autograd (streaming, live): see torchbend.folding.
+        entry.folded = None
+        if modules:
+            folded = build_graph_module(entry.result, view, modules, class_name=name)
+            entry.folded = fold_slots(folded, view)

@@ -22,7 +22,6 @@ from ..errors import TracingError
 from ..rewriting import build_graph_module, graph_module_record
 from ..tracing import DecisionChanged
 from ..tracing.state import kept_attributes
-from ..tracing.surgery import is_slot
 from ..tracing.values import leaves, map_values
 from .backend import EntryHooks, TracingBackend
 from .dispatch import Entry, Method, clone_inputs
@@ -148,7 +147,7 @@ class GraphCheck:
         self.method, self.inputs = method.name, inputs
         self.label = f"{type(root).__name__}.{method.name}"
         self.graph = entry.gm
-        self.bent = any(is_slot(n) for n in entry.gm.graph.nodes)
+        self.bent = bool(graph_module_record(entry.gm).slots)
         if self.bent:
             self.graph = build_graph_module(entry.result, root, {}, f"Checked{self.label}")
         self.args = [inputs[n] for n in entry.input_names]

@@ -10,6 +10,7 @@ import torch
 import torch.fx
 
 from ..errors import TracingError, did_you_mean
+from ..folding import FoldedGraph
 from ..tracing import TracedGraph, fact_reader, is_guard, is_tensordict, kind_of, record_of
 from ..tracing.facts import describe_fact
 
@@ -78,6 +79,8 @@ class Entry:
         )
         assert set(self.input_names) <= set(names)
         self.gm: torch.fx.GraphModule | None = None
+        self.folded: FoldedGraph | None = None
+        """``gm`` with its static channel bendings folded into weights, if any fold."""
         self.backend = "concrete"
         """Name of the tracing backend that traced the graph."""
 

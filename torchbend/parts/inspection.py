@@ -10,9 +10,10 @@ import torch
 import torch.fx
 
 from ..errors import SelectionError, did_you_mean
+from ..rewriting import graph_module_record
 from ..tables import ActivationInfo, Table, activation_infos, show, weights_table
 from ..tracing import TracedGraph
-from ..tracing.surgery import insert_slots, is_slot
+from ..tracing.surgery import insert_slots
 from ..weights import WeightBank
 from .methods import MethodTable
 
@@ -67,7 +68,7 @@ class Inspector:
     def print_graph(self, fn: str, out: str | Path | None) -> str:
         entry = self.table.current(fn)
         assert entry.gm is not None
-        bent = [n.args[0].name for n in entry.gm.graph.nodes if is_slot(n)]
+        bent = list(graph_module_record(entry.gm).slots)
         text = f"# {fn}: traced by the {entry.backend} backend\n" + str(
             insert_slots(entry.graph, bent)
         )

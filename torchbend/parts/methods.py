@@ -314,10 +314,15 @@ class MethodTable:
         changed: tuple[Entry, DecisionChanged] | None = None
         for entry in method.entries:
             if entry.training is training and entry.key(inputs) in entry.keys:
-                assert entry.gm is not None
+                gm = entry.gm
+                assert gm is not None
+                folded = entry.folded
+                # Folded weights carry no gradient to the originals: only without autograd.
+                if folded is not None and not torch.is_grad_enabled() and folded.ready():
+                    gm = folded.gm
                 try:
                     # forward, not __call__: GraphModules carry no hooks, and this is the hot path.
-                    return entry.gm.forward(*[inputs[n] for n in entry.input_names])
+                    return gm.forward(*[inputs[n] for n in entry.input_names])
                 except DecisionChanged as e:
                     changed = (entry, e)
         return self._call_new_graph(method, inputs, changed)
@@ -394,6 +399,9 @@ class MethodTable:
         for _, entry in self.entries():
             if entry.gm is not None:
                 install_view(entry.gm, view)
+            if entry.folded is not None:
+                install_view(entry.folded.gm, view)
+                entry.folded.install(view)
 
     def map_constants(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
         """Apply ``fn`` to the constants of every graph (a device or dtype move)."""
