@@ -6,8 +6,10 @@ Run: python benchmarks/bench_realtime.py [--quick] [--sample-rate 44100]
 For each block size, one round processes a burst of 8 consecutive blocks with each variant
 (after one untimed block, so that each runs with its own weights in the caches, as a stream
 does), the variants in a shuffled order (seeded): the plain model, the BendedModule with
-nothing bent, the BendedModule with a Mask on an activation and a Scale on a weight, and the bent
-and unbent models exported for nn~ (``tb.export.nntilde``) and loaded back with
+nothing bent, the BendedModule with a Mask on an activation and a Scale on a weight (the Mask
+folded into the weights of the layer reading the activation: ``torchbend.folding``), the same
+with a Clamp instead of the Mask (which cannot fold: its slot runs on every block), and the
+bent and unbent models exported for nn~ (``tb.export.nntilde``) and loaded back with
 ``torch.jit.load`` (the bending's cost without Python's per-call cost).
 Reported: the median compute time per block (mean over a burst), the realtime factor (block
 duration / median time) and the median over rounds of each variant's time over the plain
@@ -91,6 +93,11 @@ def variants(
     bent.trace(x=torch.zeros(1, 1, block))
     bent.bend(tb.Mask(0.3, dim=-2, seed=0), activation)
     bent.bend(tb.Scale(0.8), weight)
+    # A Clamp instead of the Mask cannot be folded into weights: its slot runs on every block.
+    slot = tb.BendedModule(model)
+    slot.trace(x=torch.zeros(1, 1, block))
+    slot.bend(tb.Clamp(-0.5, 0.5), activation)
+    slot.bend(tb.Scale(0.8), weight)
     ratio = int(getattr(model, "ratio", 1))
     files = {}
     for label, bended in (("bent", bent), ("unbent", unbent)):
@@ -103,6 +110,7 @@ def variants(
         "plain module": Stream(model, block_size=block),
         "bended, nothing bent": Stream(unbent, block_size=block),
         "bended, Mask + Scale": Stream(bent, block_size=block),
+        "bended, Clamp + Scale": Stream(slot, block_size=block),
         "nn~ file of the bent model": files["bent"],
         "nn~ file of the unbent model": files["unbent"],
     }
@@ -150,25 +158,27 @@ def main() -> None:
         f"Measured by `python benchmarks/bench_realtime.py --write docs/realtime.md README.md` on "
         f"one thread of {cpu_name()} ({platform.machine()}, {os.cpu_count()} cores), torch "
         f"{torch.__version__}, {args.sample_rate} Hz; model: {label}; bent: Mask(0.3, dim=-2) "
-        f"on activation `{activation}`, Scale(0.8) on weight `{weight}`.",
+        f"on activation `{activation}`, Scale(0.8) on weight `{weight}`; "
+        "bent, slot: Clamp(-0.5, 0.5) instead of the Mask, which cannot fold.",
         "",
         "| block | latency (ms) | plain: ms / block | plain: x realtime "
         "| nothing bent: x realtime | bent: x realtime | nn~ file: x realtime "
-        "| nothing bent / plain | bent / plain | bent / nothing bent | nn~ file / bent "
-        "| nn~ files: bent / unbent |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| nothing bent / plain | bent / plain | bent / nothing bent "
+        "| bent, slot / nothing bent | nn~ file / bent | nn~ files: bent / unbent |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     print("\n".join(lines), flush=True)
     # Stream runs the model under torch.no_grad, as live() does.
     slowest: dict[int, float] = {}  # the lowest realtime factor of the variants, per block
     bending: dict[int, float] = {}  # bent / nothing bent, per block
+    slots: dict[int, float] = {}  # bent with a slot / nothing bent, per block
     with tempfile.TemporaryDirectory() as folder:
         for block in args.blocks:
             seconds = 1.0 if args.quick else 20.0  # audio per variant
             rounds = max(5, int(seconds * args.sample_rate / block / BURST))
             fns = variants(model, block, activation, weight, Path(folder))
-            plain, unbent, bent, file, file_unbent = fns
-            pairs = [(bent, unbent), (file, bent), (file, file_unbent)]
+            plain, unbent, bent, slot, file, file_unbent = fns
+            pairs = [(bent, unbent), (slot, unbent), (file, bent), (file, file_unbent)]
             medians, ratios = interleaved(fns, rounds, pairs=pairs, warmup=3, burst=BURST)
             budget = block / args.sample_rate
             factor = {k: budget / medians[k] for k in (plain, unbent, bent, file)}
@@ -182,6 +192,7 @@ def main() -> None:
             print(lines[-1], flush=True)
             slowest[block] = min(factor.values())
             bending[block] = ratios[f"{bent} / {unbent}"]
+            slots[block] = ratios[f"{slot} / {unbent}"]
     summary = [
         f"On one thread of {cpu_name()}, the shipped model streams at "
         + " and ".join(
@@ -190,7 +201,9 @@ def main() -> None:
             if b in slowest
         )
         + " (plain, bended, bent and exported for nn~ alike; bending costs "
-        f"{100 * (max(bending.values()) - 1):+.0f}% at most), measured by "
+        f"{100 * (max(bending.values()) - 1):+.0f}% at most, folded into the weights; "
+        f"{100 * (max(slots.values()) - 1):+.0f}% at most for a bending that runs in its "
+        "slot), measured by "
         "`python benchmarks/bench_realtime.py` ([docs/realtime.md](docs/realtime.md)).",
     ]
     for path in args.write:

@@ -123,7 +123,7 @@ class Readers(nn.Module):
         (tb.Mask(0.5, seed=0), "tanh$", "varies along time"),
         (tb.Mask(0.5, dim=-1, seed=0), "tanh$", "per time step"),
         (tb.Bias(0.5), "tanh$", "adds, not multiplies"),
-        (tb.Scale(tb.BendingParameter("gain", 0.5)), "tanh$", "a control"),
+        (tb.Mask(0.5, dim=-2, seed=0) >> tb.Bias(0.1), "tanh$", "a chain that adds"),
         (tb.Mask(0.5, dim=-2, seed=0), "^add_1$", "the output"),
     ],
 )
@@ -191,13 +191,36 @@ def test_folds_follow_arguments_set_directly_controls_given_later_and_bent_weigh
     bended.bend(tb.Scale(-2.0), r"grouped\.weight")  # a bent weight of a folded layer
     slots, folded = both(bended, x)
     torch.testing.assert_close(folded, slots)
+    folded = bended._methods.current("forward").folded
+    assert folded is not None and folded.ready()
     gain = tb.BendingParameter("gain", 0.5)
     scale.scale = gain  # a control now drives it: its slot runs again, live
+    assert not folded.ready()
     bended.update("gain", 3.0, ramp=False)
     slots, unfolded = both(bended, x)
-    torch.testing.assert_close(unfolded, slots)
-    scale.scale = 3.0
-    torch.testing.assert_close(unfolded, both(bended, x)[1])
+    assert torch.equal(unfolded, slots)
+    scale.scale = 3.0  # no control again: folded again
+    slots, folded_ = both(bended, x)
+    assert folded.ready() and not torch.equal(folded_, unfolded)
+    torch.testing.assert_close(folded_, slots)
+
+
+def test_bendings_driven_by_controls_keep_their_slots_as_in_the_export() -> None:
+    torch.manual_seed(0)
+    bended = tb.BendedModule(Convs())
+    x = torch.randn(1, 2, 10)
+    bended.trace(x=x)
+    bended.bend(tb.Mask(tb.BendingParameter("prob", 0.2), dim=-2, seed=1), "tanh$")
+    bended.bend(tb.Scale(tb.BendingParameter("gain", 1.0)), "relu$")
+    assert folds(bended) == []
+    outputs = []
+    for prob, gain in ((0.2, 1.0), (0.6, 1.0), (0.6, -1.0)):
+        bended.update("prob", prob)
+        bended.update("gain", gain)
+        slots, unfolded = both(bended, x)
+        assert torch.equal(slots, unfolded)
+        outputs.append(unfolded)
+    assert not torch.equal(outputs[0], outputs[1]) and not torch.equal(outputs[1], outputs[2])
 
 
 def test_gradients_reach_the_weights_of_layers_whose_input_folds() -> None:
@@ -259,7 +282,7 @@ def test_the_nntilde_export_folds_static_channel_bendings(tmp_path) -> None:
     bended = tb.BendedModule(model)
     x = torch.randn(1, 1, 512)
     bended.trace(x=x)
-    bended.bend(tb.Mask(0.4, dim=-2, seed=0), "decoder_1$")
+    bended.bend(tb.Mask(0.4, dim=-2, seed=0) >> tb.Scale(0.7), "decoder_1$")
     bended.bend(tb.Scale(tb.BendingParameter("gain", 0.5)), "encoder_2$")  # stays a slot
     path = tmp_path / "bent.ts"
     tb.export.nntilde(bended, path, methods=["forward"])
@@ -267,8 +290,8 @@ def test_the_nntilde_export_folds_static_channel_bendings(tmp_path) -> None:
     code = loaded.tb_method_forward.code
     assert "_tb_folded_decoder_2" in code and "decoder_1 = " in code
     assert "_tb_slots.encoder_2" in code  # the controlled bending is called
-    with torch.no_grad():
-        torch.testing.assert_close(loaded(x), bended(x), rtol=1e-5, atol=1e-6)
+    with torch.no_grad():  # the same folds: the same outputs, bit for bit
+        assert torch.equal(loaded(x), bended(x))
         loaded.set_gain(2.0)
         bended.update("gain", 2.0, ramp=False)
-        torch.testing.assert_close(loaded(x), bended(x), rtol=1e-5, atol=1e-6)
+        assert torch.equal(loaded(x), bended(x))

@@ -122,7 +122,10 @@ class Fold:
     """The axis of the activation's channels."""
 
     def vector(self) -> torch.Tensor | None:
-        """The slot's factor per channel now, if it still has one."""
+        """The slot's factor per channel now, if it still has one and no control drives it
+        (see :func:`fold_slots`)."""
+        if any(cb.controls() for cb in self.slot.originals()):
+            return None
         factor = self.slot.static_factor()
         return None if factor is None else channel_vector(factor, self.shape, self.axis)
 
@@ -188,7 +191,12 @@ class FoldedGraph:
 def fold_slots(gm: torch.fx.GraphModule, view: nn.Module) -> FoldedGraph | None:
     """Fold the slots of ``gm`` (made by :func:`~torchbend.rewriting.build_graph_module`
     from ``view``) that can be: ``gm`` is rewritten in place, and ``None`` returned if no
-    slot folds (``gm`` is then left as it was)."""
+    slot folds (``gm`` is then left as it was).
+
+    Bendings driven by controls keep their slots: an export's controls set numbers in its
+    callbacks, which folded weights would not follow, and a bended module folds exactly
+    what its export folds, so that both give the same outputs, bit for bit.
+    """
     paths = graph_module_record(gm).paths
     folds: list[Fold] = []
     for node in list(gm.graph.nodes):
@@ -223,7 +231,8 @@ def _foldable_readers(
     """The folds of the readers of slot ``node``, if every reader is a layer it folds into."""
     shape = record_of(node.args[0]).shape  # type: ignore[arg-type]
     factor = slot.static_factor()
-    if not node.users or factor is None or not isinstance(shape, torch.Size):
+    controlled = any(cb.controls() for cb in slot.originals())
+    if not node.users or factor is None or controlled or not isinstance(shape, torch.Size):
         return None
     readers = []
     for reader in node.users:

@@ -86,7 +86,8 @@ class Scale(BendingCallback):
         self.scale = scale
 
     def static_factor(self, name: str) -> torch.Tensor | None:
-        return None if self._controlled else torch.tensor(self.scale)
+        start, end, value = self._ramps["scale"]
+        return None if start != end else torch.tensor(value)  # a ramp varies along time
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         return multiply(x, self.along("scale", x))

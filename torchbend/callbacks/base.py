@@ -83,12 +83,14 @@ class BendingCallback(nn.Module):
         """Allocate the state this callback needs for target ``name`` (nothing by default)."""
 
     def static_factor(self, name: str) -> torch.Tensor | None:
-        """The tensor ``f`` such that ``bend(x, name)`` is ``x * f`` on every call, if there is
-        one (``None`` by default, and whenever an argument is a control).
+        """The tensor ``f`` such that ``bend(x, name)`` is ``x * f`` in the coming call, if
+        there is one (``None`` by default, and while an argument ramps along time).
 
         A bended graph uses it to fold the bending of an activation into the weights of the
         linear layers that read it (see :mod:`torchbend.folding`), so that the bending costs
-        nothing per call; ``f`` must broadcast onto the target's traced shape.
+        nothing per call; ``f`` must broadcast onto the target's traced shape. A change of
+        ``f`` (a control moved, an argument set) must count in :attr:`revision`, as changes of
+        arguments and state do: the graph folds again then.
         """
         return None
 

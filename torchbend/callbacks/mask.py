@@ -93,7 +93,8 @@ class Mask(Seeded):
         self.add_state(name, (noise >= self.prob).to(dtype))
 
     def static_factor(self, name: str) -> torch.Tensor | None:
-        return None if self._controlled else self.state(name)
+        # A control changes the mask between calls, never during one: it stays a factor.
+        return self.state(name)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         mask = self.state(name)
