@@ -112,3 +112,42 @@ def test_demo_renders_files_and_picture(tmp_path):
     assert set(renders) == {"bass", "drums", "pad"}
     assert (tmp_path / "spectrograms.png").stat().st_size > 0
     assert len(list(tmp_path.glob("*.wav"))) == 15  # the inputs, reconstructions, bendings
+
+
+@pytest.mark.parametrize("length", [1, 100, 478, 5000])
+def test_bend_gives_any_length_back_as_one_offline_pass_gives_it(tmp_path, length):
+    audio = torch.randn(1, length, generator=torch.Generator().manual_seed(length)) * 0.3
+    sound, out = tmp_path / "in.wav", tmp_path / "out.wav"
+    tb.audio.save(sound, audio, 44100)
+    audio, _ = tb.audio.load(sound)
+    bend = "Mask(prob=0.5, dim=-2, seed=0)@decoder_1$"
+    assert main(["bend", "tiny_rave", str(sound), str(out), "--quiet", "--bend", bend]) == 0
+    got, _ = tb.audio.load(out)
+    assert got.shape == (1, length)
+    # The model streams by blocks of 8192 with its state carried over: the same as one pass
+    # of the model over the whole sound (padded to its ratio), to float rounding.
+    bended = tb.BendedModule(tb.models.load())
+    x = torch.nn.functional.pad(audio, (0, -length % 16))[None]
+    bended.trace(x=x)
+    bended.bend(*parse_bend(bend))
+    with torch.no_grad():
+        tb.audio.save(tmp_path / "offline.wav", bended(x)[0, :, :length], 44100)
+    expected, _ = tb.audio.load(tmp_path / "offline.wav")
+    assert torch.allclose(got, expected, atol=1.5 / 32768, rtol=0)
+
+
+def test_a_model_that_does_not_stream_renders_in_one_pass(tmp_path, capsys):
+    sound, out = tmp_path / "in.wav", tmp_path / "out.wav"
+    tb.audio.save(
+        sound, torch.randn(1, 20000, generator=torch.Generator().manual_seed(0)) * 0.1, 44100
+    )
+    assert main(["bend", "torch.nn:Identity", str(sound), str(out), "--quiet"]) == 0
+    assert "in one pass" in capsys.readouterr().err
+    assert torch.equal(tb.audio.load(out)[0], tb.audio.load(sound)[0])
+
+
+def test_inspect_takes_a_sound_of_any_length(tmp_path, capsys):
+    sound = tmp_path / "in.wav"
+    tb.audio.save(sound, torch.randn(1, 478) * 0.1, 44100)
+    assert main(["inspect", "tiny_rave", "--audio", str(sound)]) == 0
+    assert "[1, 1, 480]" in capsys.readouterr().out  # padded to the ratio

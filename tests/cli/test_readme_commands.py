@@ -1,0 +1,104 @@
+"""The README's command lines, run as written, give what the Python API gives."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import torch
+
+import torchbend as tb
+from torchbend.audio.stream import Stream
+from torchbend.cli import main, parse_bend
+from torchbend.export import check_nntilde
+
+pytestmark = pytest.mark.audio
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def readme_commands() -> list[list[str]]:
+    """The ``torchbend ...`` lines of the README's bash blocks, split as a shell would."""
+    text = (ROOT / "README.md").read_text()
+    lines = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        for line in block.splitlines():
+            if line.startswith("torchbend "):
+                lines.append(shlex.split(line)[1:])
+    return lines
+
+
+def tiny_rave_bends(path: Path) -> list[str]:
+    """A bending configuration of the shipped model saved at ``path``, as the README's
+    Python saves one; returns its bendings as --bend specs, for comparisons."""
+    bended = tb.BendedModule(tb.models.load())
+    bended.trace(x=torch.zeros(1, 1, 2048))
+    bended.bend(tb.Mask(0.3, dim=-2, seed=0), "decoder_1$")
+    bended.bend(tb.Scale(0.5), r"decoder\.0\.weight")
+    bended.bending_config().save(path)
+    return ["Mask(prob=0.3, dim=-2, seed=0)@decoder_1$", r"Scale(0.5)@decoder\.0\.weight"]
+
+
+def python_render(audio: torch.Tensor, specs: list[str], block: int = 8192) -> torch.Tensor:
+    """What the Python API renders: the shipped model streaming, from a clean state."""
+    model = tb.models.load().set_streaming(True)
+    bended = tb.BendedModule(model)
+    bended.trace(x=torch.zeros(1, 1, block))
+    for spec in specs:
+        bended.bend(*parse_bend(spec))
+    stream = Stream(bended, block_size=block)
+    stream.reset()
+    with torch.no_grad():
+        return stream.process(audio)
+
+
+def test_the_readme_shows_each_command() -> None:
+    shown = {args[0] for args in readme_commands()}
+    assert shown == {"inspect", "bend", "export", "check", "live", "demo"}
+
+
+def test_readme_commands_give_what_the_python_api_gives(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    specs = tiny_rave_bends(tmp_path / "bends.json")
+    for args in readme_commands():
+        args = [str(ROOT / a) if a.startswith("assets/") else a for a in args]
+        command = args[0]
+        if command == "demo":
+            continue  # tests/cli/test_commands.py::test_demo_renders_files_and_picture
+        if command == "live":
+            args += ["--duration", "0.2"]
+        code = main(args)
+        out, err = capsys.readouterr()
+        if command == "live" and code != 0:
+            assert "error:" in err and len(err.strip().splitlines()) == 1
+            pytest.skip(f"no sound card here: {err.strip()}")  # tests/audio/test_live.py
+        assert code == 0, err
+        if command == "inspect":  # the tables of the model traced on the padded sound
+            sound, _ = tb.audio.load(args[args.index("--audio") + 1], mono=True)
+            bended = tb.BendedModule(tb.models.load())
+            pad = -sound.shape[-1] % 16
+            bended.trace(x=torch.nn.functional.pad(sound, (0, pad))[None])
+            assert bended.print_weights() in out and bended.print_activations() in out
+        if command == "bend":  # the same samples as streaming from Python
+            sound, rate = tb.audio.load(args[2], mono=True)
+            bend_specs = [args[i + 1] for i, a in enumerate(args) if a == "--bend"]
+            tb.audio.save(tmp_path / "python.wav", python_render(sound, bend_specs), rate)
+            got, _ = tb.audio.load(args[3])
+            expected, _ = tb.audio.load(tmp_path / "python.wav")
+            assert got.shape == sound.shape and torch.equal(got, expected)
+        if command == "export":  # the file computes what the configured model computes
+            bended = tb.BendedModule(tb.models.load())
+            bended.trace(x=torch.randn(1, 1, 4096, generator=torch.Generator().manual_seed(0)))
+            for spec in specs:
+                bended.bend(*parse_bend(spec))
+            exported = torch.jit.load(args[args.index("-o") + 1])
+            x = torch.randn(1, 1, 4096)
+            with torch.no_grad():
+                assert torch.equal(exported(x), bended(x))
+        if command == "check":
+            assert str(check_nntilde(args[1])) in out
+        if command == "live":
+            assert "blocks of 2048" in out and "OSC on 127.0.0.1:9000" in out
+            assert "realtime" in out.splitlines()[-1]

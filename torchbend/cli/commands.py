@@ -1,0 +1,292 @@
+"""What each subcommand of ``torchbend`` does, once its arguments are parsed."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..bended import BendedModule
+from ..config import BendingConfig
+from ..errors import TorchbendError
+from .resolve import load_model, output_path, parse_bend
+
+__all__ = [
+    "cmd_bend",
+    "cmd_callbacks",
+    "cmd_check",
+    "cmd_demo",
+    "cmd_export",
+    "cmd_inspect",
+    "cmd_live",
+    "cmd_models",
+]
+
+STREAM_BLOCK = 8192
+"""Block size of ``bend`` for a model that streams, unless ``--block-size`` says another."""
+
+
+def _bended(args: argparse.Namespace) -> BendedModule:
+    return BendedModule(load_model(args.model, getattr(args, "checkpoint", None)))
+
+
+def _ratio(module: nn.Module) -> int:
+    ratio = getattr(module, "ratio", 1)
+    return ratio if isinstance(ratio, int) and ratio > 0 else 1
+
+
+def _streams(module: nn.Module) -> bool:
+    """Put ``module`` in streaming mode if it has one; whether it keeps state between blocks
+    (a TorchScript file is taken to, as nn~ runs it)."""
+    set_streaming = getattr(module, "set_streaming", None)
+    if callable(set_streaming):
+        set_streaming(True)
+        return True
+    return isinstance(module, torch.jit.ScriptModule)
+
+
+def _apply_bendings(bended: BendedModule, args: argparse.Namespace) -> list[str]:
+    keys: list[str] = []
+    if getattr(args, "config", None):
+        keys += bended.bend(BendingConfig.load(args.config))
+    for spec in getattr(args, "bend", None) or []:
+        cb, pattern = parse_bend(spec)
+        keys += bended.bend(cb, pattern)
+    return keys
+
+
+def _padded(audio: torch.Tensor, ratio: int) -> torch.Tensor:
+    """``[channels, time]`` audio as a batch of one, padded with zeros to a multiple of
+    ``ratio`` samples."""
+    return F.pad(audio, (0, -audio.shape[-1] % ratio))[None]
+
+
+def _example(args: argparse.Namespace, bended: BendedModule) -> torch.Tensor:
+    if getattr(args, "audio", None):
+        from ..audio import load
+
+        sample_rate = getattr(bended.module, "sample_rate", None)
+        audio, _ = load(args.audio, sample_rate=sample_rate, mono=True)
+        return _padded(audio, _ratio(bended.module))
+    return torch.randn(*args.input, generator=torch.Generator().manual_seed(0))
+
+
+def _trace(bended: BendedModule, fn: str, x: torch.Tensor) -> None:
+    """Trace ``fn`` with ``x`` as its first argument (whatever the argument's name); the
+    model's own error, if it refuses ``x``, as a :class:`TorchbendError` that says why."""
+    names = bended.view().signature(fn).names
+    if not names:
+        raise TorchbendError(f"{fn} takes no argument to feed audio to")
+    inputs: dict[str, Any] = {names[0]: x}
+    try:
+        bended.trace(fn, **inputs)
+    except Exception as e:  # the model's own code refused the input, or the tracer did
+        owner, ratio, length = type(bended.module).__name__, _ratio(bended.module), x.shape[-1]
+        if length % ratio:
+            below, above = length // ratio * ratio, (length // ratio + 1) * ratio
+            raise TorchbendError(
+                f"{owner}.{fn} takes a length that is a multiple of its ratio {ratio}, got "
+                f"an input of shape {list(x.shape)}; give {below or above} or {above}"
+            ) from e
+        if isinstance(e, TorchbendError):
+            raise
+        raise TorchbendError(
+            f"{owner}.{fn} failed on an input of shape {list(x.shape)}: {type(e).__name__}: {e}"
+        ) from e
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    model = _bended(args)
+    x = _example(args, model)
+    model.print_weights()
+    _trace(model, args.fn, x)
+    print()
+    model.print_activations(args.fn)
+    return 0
+
+
+def render(
+    bended: BendedModule,
+    audio: torch.Tensor,
+    sample_rate: int,
+    fn: str = "forward",
+    block_size: int | None = None,
+    progress: Any = None,
+) -> tuple[torch.Tensor, str]:
+    """``audio`` (``[channels, time]``) through ``bended`` (traced on the first call), and how.
+
+    A model that streams (``set_streaming``, or a TorchScript file) runs block by block with
+    its state carried over, as :class:`~torchbend.audio.stream.Stream` runs it, from a clean
+    state; any other model runs in one pass over the whole file (or, given ``block_size``,
+    block by block, each from where the model is). Any length in, the same length out.
+    """
+    from ..audio.stream import Stream
+
+    ratio = _ratio(bended.module)
+    if block_size is None and not _streams(bended.module):
+        x = _padded(audio, ratio)
+        if fn not in bended.traced_methods:
+            _trace(bended, fn, x)
+        with torch.inference_mode():
+            out = bended.call(fn, x)
+        if not isinstance(out, torch.Tensor) or out.dim() != 3 or out.shape[-1] != x.shape[-1]:
+            shape = list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise TorchbendError(
+                f"{fn} gave {shape} for audio of shape {list(x.shape)}: `torchbend bend` "
+                "takes methods from audio to audio of the same length"
+            )
+        return out[0, :, : audio.shape[-1]], "in one pass"
+    block = STREAM_BLOCK if block_size is None else block_size
+    stream = Stream(bended, method=fn, block_size=block, ratio=ratio, sample_rate=sample_rate)
+    if fn not in bended.traced_methods:
+        _trace(bended, fn, torch.zeros(1, 1, block))
+    stream.reset()  # the state the trace left behind
+    with torch.inference_mode():
+        out = stream.process(audio, before_block=progress)
+    return out, f"by blocks of {block}, {stream.stats.realtime_factor:.0f}x realtime"
+
+
+def cmd_bend(args: argparse.Namespace) -> int:
+    from ..audio import load, save
+    from ..audio.io import FORMATS
+
+    out_path = output_path(args.output, "OUTPUT", tuple(FORMATS))
+    model = _bended(args)
+    sample_rate = int(getattr(model.module, "sample_rate", 44100))
+    audio, sr = load(args.input, sample_rate=sample_rate, mono=True)
+    streams = _streams(model.module)
+    block = args.block_size if args.block_size is not None or not streams else STREAM_BLOCK
+    x = torch.zeros(1, 1, block) if block is not None else _padded(audio, _ratio(model.module))
+    _trace(model, args.fn, x)
+    keys = _apply_bendings(model, args)
+    print(f"bent {len(keys)} target(s): {keys}", file=sys.stderr)
+
+    def progress(i: int, count: int) -> None:
+        if not args.quiet:
+            bar = "#" * int(30 * i / count)
+            print(f"\r[{bar:<30}] {i / count:4.0%}", end="", file=sys.stderr, flush=True)
+
+    out, how = render(model, audio, sr, args.fn, block, progress)
+    if not args.quiet and block is not None:
+        print(f"\r[{'#' * 30}] 100%", file=sys.stderr)
+    save(out_path, out, sr)
+    print(f"wrote {args.output} ({how})", file=sys.stderr)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .. import export
+
+    out_path = output_path(args.output, "--output")
+    model = _bended(args)
+    if isinstance(model.module, torch.jit.ScriptModule):
+        raise TorchbendError(
+            "export takes a Python model (a shipped name or module:factory), not a TorchScript "
+            "file: bend a TorchScript file with `torchbend bend`, or from Python"
+        )
+    x = _example(args, model)
+    _trace(model, args.fn, x)
+    keys = _apply_bendings(model, args)
+    print(f"bent {len(keys)} target(s)", file=sys.stderr)
+    inputs: dict[str, Any] = {model.view().signature(args.fn).names[0]: x}
+    if args.format == "nntilde":
+        sample_rate = int(getattr(model.module, "sample_rate", 44100))
+        export.nntilde(model, out_path, methods=(args.fn,), sample_rate=sample_rate)
+    elif args.format == "torchscript":
+        export.torchscript(model, out_path)
+    elif args.format == "pt2":
+        export.pt2(model, out_path, fn=args.fn, **inputs)
+    else:
+        export.onnx(model, out_path, fn=args.fn, **inputs)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from ..export import check_nntilde
+
+    if not Path(args.file).is_file():
+        raise TorchbendError(f"no file {args.file!r}")
+    print(check_nntilde(args.file))
+    return 0
+
+
+def cmd_live(args: argparse.Namespace) -> int:
+    from ..audio.live import import_sounddevice, live
+
+    sd = import_sounddevice()
+    model = _bended(args)
+    _streams(model.module)
+    _trace(model, args.fn, torch.zeros(1, 1, args.block_size))
+    keys = _apply_bendings(model, args)
+    devices = {
+        kind: sd.query_devices(device, kind=kind)["name"]
+        for kind, device in (("input", args.input_device), ("output", args.output_device))
+    }
+    controls = model.controllables
+    print(
+        f"torchbend live: {args.model}.{args.fn}, blocks of {args.block_size} samples at "
+        f"{args.sample_rate} Hz; input {devices['input']!r}, output {devices['output']!r}\n"
+        f"  bent {len(keys)} target(s): {keys}\n"
+        + (
+            f"  OSC on 127.0.0.1:{args.osc_port}: /torchbend/<control> value, "
+            "/torchbend/bend, /torchbend/reset\n"
+            if args.osc_port is not None
+            else "  no OSC (--osc-port to control it)\n"
+        )
+        + "  controls: "
+        + (", ".join(f"{name}={c.get()}" for name, c in controls.items()) or "none")
+        + ("\n  Ctrl-C to stop" if args.duration is None else ""),
+        flush=True,
+    )
+    stats = live(
+        model,
+        method=args.fn,
+        input_device=args.input_device,
+        output_device=args.output_device,
+        block_size=args.block_size,
+        sample_rate=args.sample_rate,
+        osc_port=args.osc_port,
+        duration=args.duration,
+    )
+    print(stats)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from ..demo import run_demo
+
+    run_demo(Path(args.out))
+    return 0
+
+
+def _summary(obj: Any) -> str:
+    doc = inspect.getdoc(obj) or ""
+    return doc.split("\n\n")[0].replace("\n", " ")
+
+
+def cmd_callbacks(args: argparse.Namespace) -> int:
+    from ..callbacks.registry import ALIASES, CALLBACKS
+
+    for name, cls in sorted(CALLBACKS.items()):
+        parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        aliases = [a for a, c in ALIASES.items() if c is cls]
+        also = f" (also {', '.join(aliases)})" if aliases else ""
+        print(f"{name}({', '.join(str(p) for p in parameters)}){also}\n    {_summary(cls)}")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from ..models.loading import MODELS, default_weights
+
+    for name, cls in sorted(MODELS.items()):
+        weights = default_weights(name)
+        state = str(weights) if weights.is_file() else f"{weights} (missing)"
+        print(f"{name}: {cls.__module__}.{cls.__name__}, weights {state}\n    {_summary(cls)}")
+    return 0

@@ -1,0 +1,172 @@
+"""The command line: its parser, and the one place failures become one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from ..errors import TorchbendError
+from .commands import (
+    cmd_bend,
+    cmd_callbacks,
+    cmd_check,
+    cmd_demo,
+    cmd_export,
+    cmd_inspect,
+    cmd_live,
+    cmd_models,
+)
+from .resolve import MODEL_FORMS, parse_shape
+
+__all__ = ["build_parser", "main"]
+
+USAGE_ERROR = 2
+"""Exit code of every expected failure (bad arguments, files, models), as argparse's own."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line, ``torchbend <command>: error: ...``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return f"torchbend {__version__}"
+
+
+def _device(text: str) -> int | str:
+    """A sound card device as sounddevice takes it: an index, or (part of) a name."""
+    return int(text) if text.isdigit() else text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="torchbend",
+        description="Network bending for PyTorch: inspect a model, bend it, render audio "
+        "through it, export it for nn~, play it live.",
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    def command(name: str, summary: str) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        )
+
+    def model_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("model", help=f"the model: {MODEL_FORMS}")
+        p.add_argument("--checkpoint", help="a state dict file to load into a module:factory MODEL")
+        p.add_argument("--fn", default="forward", help="the method to trace and run")
+
+    def bend_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--bend",
+            action="append",
+            metavar="CALLBACK@PATTERN",
+            help="a bending, such as 'Mask(0.3, dim=-2)@decoder_1$' (literal arguments "
+            "only; `torchbend callbacks` lists them); repeat it for more",
+        )
+        p.add_argument("--config", help="a bending configuration file (JSON, see docs)")
+
+    def input_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--input",
+            type=parse_shape,
+            default=parse_shape("1x1x4096"),
+            metavar="SHAPE",
+            help="the example input's shape, [batch, channels, time] as 1x1x4096 "
+            "(random values, seed 0)",
+        )
+
+    p = command("inspect", "print the tables of a model's weights and activations")
+    model_args(p)
+    input_args(p)
+    p.add_argument(
+        "--audio",
+        help="an audio file as the example input, instead of --input (padded to the model's ratio)",
+    )
+    p.set_defaults(run=cmd_inspect)
+
+    p = command("bend", "render an audio file through a bended model")
+    model_args(p)
+    p.add_argument("input", help="the audio file to render (WAV, FLAC or OGG; taken as mono)")
+    p.add_argument("output", help="the file to write (.wav, .flac or .ogg)")
+    bend_args(p)
+    p.add_argument(
+        "--block-size",
+        type=int,
+        default=None,
+        help="samples per block; by default a model that streams (set_streaming, or a "
+        "TorchScript file) runs by blocks of 8192 with its state carried over, and any "
+        "other in one pass over the whole file",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(run=cmd_bend)
+
+    p = command("export", "export a bended model (nn~, TorchScript, torch.export, ONNX)")
+    model_args(p)
+    bend_args(p)
+    input_args(p)
+    p.add_argument(
+        "--format",
+        choices=("nntilde", "torchscript", "pt2", "onnx"),
+        default="nntilde",
+        help="what to write",
+    )
+    p.add_argument("-o", "--output", required=True, help="the file to write")
+    p.set_defaults(run=cmd_export, audio=None)
+
+    p = command("check", "check a .ts file the way nn~ will call it")
+    p.add_argument("file", help="the TorchScript file")
+    p.set_defaults(run=cmd_check)
+
+    p = command("live", "play a bended model on the sound card (needs torchbend[live])")
+    model_args(p)
+    bend_args(p)
+    p.add_argument("--osc-port", type=int, help="UDP port of an OSC server for the controls")
+    p.add_argument("--block-size", type=int, default=2048, help="samples per block")
+    p.add_argument("--sample-rate", type=int, default=44100, help="in Hz")
+    p.add_argument(
+        "--input-device", type=_device, help="sound card input (name or index; the default)"
+    )
+    p.add_argument(
+        "--output-device", type=_device, help="sound card output (name or index; the default)"
+    )
+    p.add_argument("--duration", type=float, help="seconds to play; until Ctrl-C without it")
+    p.set_defaults(run=cmd_live)
+
+    p = command("demo", "bend the shipped model several ways on the shipped sounds")
+    p.add_argument("--out", default="out/demo", help="the folder to write to")
+    p.set_defaults(run=cmd_demo)
+
+    p = command("callbacks", "list the bending callbacks: name, arguments, what each does")
+    p.set_defaults(run=cmd_callbacks)
+
+    p = command("models", "list the shipped models")
+    p.set_defaults(run=cmd_models)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args))
+    except (TorchbendError, ImportError) as e:
+        message = " ".join(str(e).split())
+        print(f"torchbend {args.command}: error: {message}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
