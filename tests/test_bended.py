@@ -416,3 +416,79 @@ def test_string_annotations_do_not_reach_generated_code():
     bended = tb.BendedModule(Annotated())
     bended.trace(x=x)
     assert torch.equal(tb.export.torchscript(bended)(x), bended(x))
+
+
+class InPlaceScale(tb.BendingCallback):
+    """A careless user callback: it scales its input in place."""
+
+    scale = tb.callbacks.Argument(float, neutral=1.0)
+
+    def __init__(self, scale: float | tb.BendingParameter = 0.5) -> None:
+        super().__init__()
+        self.scale = scale
+
+    def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        return x.mul_(self.scale)
+
+
+class WeightReader(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(1, 4, 3, padding=1)
+        self.w = nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.conv(x)).transpose(1, 2) @ self.w.t()
+
+
+def test_callbacks_editing_their_input_in_place_never_reach_the_models_tensors(tmp_path):
+    torch.manual_seed(0)
+    model = WeightReader()
+    before = copy.deepcopy(model.state_dict())
+    x = torch.randn(1, 1, 8)
+    expected = model(x).detach()
+    bended = tb.BendedModule(model)
+    bended.trace(x=x)
+    gain = tb.BendingParameter("gain", 0.5)
+    bended.bend(InPlaceScale(gain), r"conv\.weight")  # weights: bent from a copy
+    bended.bend(InPlaceScale(0.5), "^w$|^t$")  # activations computed from weights alone
+    for value in (0.5, 2.0, 0.5):
+        bended.update("gain", value, ramp=False)
+        for _ in range(3):
+            y = bended(x)
+    assert not torch.equal(y, expected)
+    scripted = tb.export.torchscript(bended)
+    for value in (2.0, 2.0, 0.5):  # the export rebends from a copy of its cached base
+        assert scripted.set_gain(value) == 0
+        bended.update("gain", value, ramp=False)
+        with torch.no_grad():
+            assert torch.equal(scripted(x), bended(x))
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, before[name]), name
+    bended.reset()
+    assert torch.equal(bended(x), expected)
+
+
+def test_flags_set_on_the_model_after_a_weight_bending_reach_the_bent_copies():
+    torch.manual_seed(0)
+    model = tb.models.TinyRave().eval()
+    bended = tb.BendedModule(model)
+    bended.trace(x=torch.zeros(1, 1, 256))
+    bended.bend(tb.Scale(0.5), r"decoder\.2\.weight")  # the decoder's modules are copies now
+    x = torch.randn(1, 1, 1024, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        offline = bended(x)
+        model.set_streaming(True)  # set on the model: streamed output is the offline one
+        model.reset_cache()
+        streamed = torch.cat([bended(b) for b in x.split(256, -1)], -1)
+    torch.testing.assert_close(streamed, offline)
+    norm = nn.Sequential(nn.Conv1d(1, 4, 1), nn.BatchNorm1d(4)).train()
+    bended = tb.BendedModule(norm)
+    bended.trace(input=torch.randn(8, 1, 16))
+    bended.bend(tb.Scale(0.5), r"1\.weight")
+    norm.eval()  # the bent copy of the batch norm leaves the model's statistics alone now
+    kept = copy.deepcopy(norm[1].state_dict())
+    for _ in range(3):
+        bended(torch.randn(8, 1, 16) * 5)
+    for name, value in norm[1].state_dict().items():
+        assert torch.equal(value, kept[name]), name

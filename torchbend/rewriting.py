@@ -37,6 +37,9 @@ class ActivationSlot(nn.Module):
         callbacks: what bends it, in order.
         standing_for: the callbacks that ``callbacks`` are scripted copies of (an export's),
             which :meth:`static_factor` asks; ``callbacks`` by default.
+        copy: give the callbacks a copy of the activation, for an activation that may share
+            memory with the module's own weights (one computed from no input), so that a
+            callback editing its input in place cannot change them.
     """
 
     # The bound ``bend`` methods are a Python shortcut; TorchScript compiles ``forward``.
@@ -47,9 +50,11 @@ class ActivationSlot(nn.Module):
         name: str,
         callbacks: Sequence[nn.Module],
         standing_for: Sequence[BendingCallback] | None = None,
+        copy: bool = False,
     ) -> None:
         super().__init__()
         self.name = name
+        self.copy = copy
         self.callbacks = nn.ModuleList(callbacks)
         # Scripted callbacks (an export's) have no bend of their own: they are called.
         self._bends = tuple(getattr(cb, "bend", cb) for cb in callbacks)
@@ -77,11 +82,15 @@ class ActivationSlot(nn.Module):
         # twice per callback, which costs as much as a small bending itself. (A slot carries
         # no hooks; the graph's own code is what calls it.)
         name = self.name
+        if self.copy:
+            x = x.clone()
         for bend in self._bends:
             x = bend(x, name)
         return x
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.copy:
+            x = x.clone()
         for cb in self.callbacks:
             x = cb(x, self.name)
         return x

@@ -273,7 +273,9 @@ class WeightBank:
         bend = self.bender[1]
         with torch.no_grad():
             for name in names:
-                bent[name] = bend(name, self.base_weight(name).detach())
+                # A copy: a callback that edits its input in place must not reach the base
+                # weights (the wrapped module's own, or a version's).
+                bent[name] = bend(name, self.base_weight(name).detach().clone())
         self.set(bent)
 
     def crossfade(

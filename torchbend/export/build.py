@@ -121,7 +121,9 @@ def _graph(
     slots: dict[str, ActivationSlot] = {}
     for node, slot in graph_module_record(entry.gm).slots.items():
         exported = [callbacks[plan.index(leaf)] for cb in slot.originals() for leaf in leaves(cb)]
-        slots[node] = ActivationSlot(slot.name, exported, standing_for=slot.originals())
+        slots[node] = ActivationSlot(
+            slot.name, exported, standing_for=slot.originals(), copy=slot.copy
+        )
     constants = {k: v.clone() for k, v in entry.result.constants.items()}
     gm = build_graph_module(entry.result, view, slots, f"Exported_{method}", constants)
     # The export runs without autograd on weights of its own: static channel bendings are

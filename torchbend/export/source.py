@@ -29,7 +29,7 @@ def methods_source(plan: ExportPlan, getters: str = "value") -> str:
             f"    return self.tb_method_{method}({', '.join(args)})",
         ]
     for k, w in enumerate(plan.weights):
-        lines += [f"def tb_rebend_{k}(self):", f"    w = self.tb_weight_base_{k}"]
+        lines += [f"def tb_rebend_{k}(self):", f"    w = self.tb_weight_base_{k}.clone()"]
         lines += [f"    w = self.tb_callback_{i}.bend_weight(w, {w.name!r})" for i in w.callbacks]
         lines += [f"    self.tb_weight_live_{k}.copy_(w)"]
     for name, c in plan.controls.items():

@@ -198,7 +198,11 @@ class BendingSet:
             for name in bending.activations.get(method.key, []):
                 if name in present:
                     slots.setdefault(name, []).append(bending.callback)
-        modules = {n: ActivationSlot(f"{method.key}:{n}", cbs) for n, cbs in slots.items()}
+        inputs = _computed_from_inputs(entry.graph)
+        modules = {
+            n: ActivationSlot(f"{method.key}:{n}", cbs, copy=n not in inputs)
+            for n, cbs in slots.items()
+        }
         view, name = self.view(), f"Bended{self.owner}_{method.name}"
         entry.gm = build_graph_module(entry.result, view, modules, class_name=name)
         # The same graph with the bendings that can be folded into weights folded, for calls
@@ -207,3 +211,13 @@ class BendingSet:
         if modules:
             folded = build_graph_module(entry.result, view, modules, class_name=name)
             entry.folded = fold_slots(folded, view)
+
+
+def _computed_from_inputs(graph: torch.fx.Graph) -> set[str]:
+    """The nodes of ``graph`` computed from at least one input: the others are computed from
+    the module's weights and constants alone, and may share their memory."""
+    found: set[str] = set()
+    for node in graph.nodes:
+        if node.op == "placeholder" or any(i.name in found for i in node.all_input_nodes):
+            found.add(node.name)
+    return found
