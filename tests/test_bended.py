@@ -492,3 +492,111 @@ def test_flags_set_on_the_model_after_a_weight_bending_reach_the_bent_copies():
         bended(torch.randn(8, 1, 16) * 5)
     for name, value in norm[1].state_dict().items():
         assert torch.equal(value, kept[name]), name
+
+
+def small() -> tuple[tb.BendedModule, nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv1d(1, 4, 3, padding=1), nn.Tanh(), nn.Conv1d(4, 1, 3, padding=1))
+    bended = tb.BendedModule(model)
+    x = torch.randn(1, 1, 16)
+    bended.trace(input=x)
+    return bended, model, x
+
+
+def test_reset_returns_to_the_original_after_interpolate_used_without_with():
+    bended, model, x = small()
+    expected = model(x)
+    bended.bend(tb.Scale(-1.0), r"0\.weight")
+    bended.write("flipped")
+    bended.reset()
+    bended.interpolate(1.0, flipped=1.0)  # no `with`: stays mixed until reset
+    assert bended.version == "original" and not torch.equal(bended(x), expected)
+    bended.reset()
+    assert torch.equal(bended(x), expected)
+
+
+def test_writing_or_importing_the_active_version_makes_bendings_apply_to_its_new_weights():
+    bended, model, x = small()
+    zeros = {k: torch.zeros_like(v) for k, v in model.state_dict().items()}
+    bended.create_version("v", model)
+    with bended.set_version("v"):
+        bended.create_version("v", zeros)  # over the active version
+        assert torch.equal(bended(x), torch.zeros_like(x))
+        bended.bend(tb.Bias(1.0), r"2\.bias")
+        bended.write("v")  # the bent weights frozen into the active version: bent again
+        assert torch.equal(bended(x), torch.full_like(x, 2.0))
+
+
+def test_a_weight_change_during_a_crossfade_is_not_undone_by_it():
+    bended, model, x = small()
+    depth = tb.BendingParameter("depth", 1.0, ramp=4)
+    bended.bend(tb.Scale(depth), r"0\.weight")
+    bended.create_version("zero", {k: torch.zeros_like(v) for k, v in model.state_dict().items()})
+    bended.update("depth", 0.5)  # a crossfade over 4 calls
+    bended(x)
+    bended.set_version("zero")  # mid-fade: the weights of another version, bent again
+    for _ in range(6):
+        y = bended(x)
+    assert torch.equal(y, torch.zeros_like(x))
+    assert torch.equal(bended.weight("0.weight"), torch.zeros_like(model[0].weight))
+
+
+def test_a_crossfade_ends_on_weights_bent_from_the_current_bendings():
+    bended, model, x = small()
+    depth = tb.BendingParameter("depth", 1.0, ramp=3)
+    bended.bend(tb.Scale(depth), r"0\.weight")
+    bended.update("depth", 0.5)
+    bended(x)
+    bended.bend(tb.Scale(2.0), r"0\.weight")  # mid-fade: another bending of the same weight
+    for _ in range(5):
+        bended(x)
+    assert torch.equal(bended.weight("0.weight"), model[0].weight * 0.5 * 2.0)
+
+
+def test_a_bend_that_fails_half_way_leaves_the_module_as_it_was():
+    class Refuses(tb.BendingCallback):  # takes weights, refuses activations
+        def register_target(self, name, shape, dtype, device):
+            if ":" in name:
+                raise tb.BendingError(f"cannot bend {name}")
+
+        def bend(self, x, name):
+            return x * 0
+
+        @classmethod
+        def neutral_setting(cls):
+            return None
+
+    bended, _, x = small()
+    bended.bend(tb.Scale(0.5), r"2\.weight")
+    before = (bended.bended_keys(), dict(bended.bending_config().to_dict()), bended(x))
+    with pytest.raises(tb.BendingError, match="cannot bend"):
+        bended.bend(Refuses(), r"0\.weight", "_1$")
+    assert bended.bended_keys() == before[0]
+    assert bended.bending_config().to_dict() == before[1]
+    assert torch.equal(bended(x), before[2]) and len(bended.bendings) == 1
+
+
+def test_controls_at_rest_do_not_ramp_and_reset_ends_ramps_under_way():
+    bended, model, x = small()
+    gain = tb.BendingParameter("gain", 1.0, ramp=8)
+    assert not gain.ramping()  # nothing to spread before a change
+    bended.bend(tb.Scale(gain), "_1$")
+    assert torch.equal(bended(x), model(x))  # neutral: the identity, bit for bit
+    bended.update("gain", 0.0)
+    bended(x)
+    assert gain.ramping()
+    bended.reset()
+    assert not gain.ramping() and gain.get() == 0.0
+    bended.bend(tb.Scale(gain), "_1$")  # the control reused: at its value at once
+    bended.update("gain", 1.0, ramp=False)
+    assert torch.equal(bended(x), model(x))
+
+
+def test_calls_that_trace_a_new_graph_move_ramps_on():
+    bended, _, _ = small()
+    gain = tb.BendingParameter("gain", 1.0, ramp=2)
+    bended.bend(tb.Scale(gain), "_1$")
+    bended.update("gain", 0.0)
+    bended(torch.randn(1, 1, 8))  # a new length: traced, and one step of the ramp
+    bended(torch.randn(1, 1, 12))
+    assert not gain.ramping()

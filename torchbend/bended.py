@@ -191,11 +191,18 @@ class BendedModule(nn.Module):
         self._board.check(callback)
         originals = {w: self._weights.original(w) for w in selection.weights}
         bending = self._bendings.add(callback, patterns, fns, selection, originals)
-        for method, entry in self._methods.entries():
-            self._bendings.attach_one(bending, method, entry)
-        if bending.weights:
-            self._weights.rebend(bending.weights)
-        self._methods.rebuild(list(bending.activations))
+        bent = dict(self._weights.bent)
+        try:
+            for method, entry in self._methods.entries():
+                self._bendings.attach_one(bending, method, entry)
+            if bending.weights:
+                self._weights.rebend(bending.weights)
+            self._methods.rebuild(list(bending.activations))
+        except BaseException:  # all or nothing: the module is left as it was
+            self._bendings.remove(bending)
+            self._weights.set(bent)
+            self._methods.rebuild(list(bending.activations))
+            raise
         return selection.keys()
 
     def bended_keys(self) -> list[str]:
@@ -225,6 +232,8 @@ class BendedModule(nn.Module):
         module's own by default), bit for bit."""
         self._bendings.clear()
         self._board.clear()
+        # The active version's own weights (a mix left by interpolate() without `with` too).
+        self._weights.set_base(self._weights.base_of(self._weights.active))
         self._weights.set({})
         self._methods.rebuild()
 

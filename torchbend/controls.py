@@ -91,7 +91,7 @@ class BendingParameter:
         self.ramp = ramp
         self.value = float(self._check(value))
         self._start = self.value
-        self._step = 0
+        self._step = ramp  # at rest: nothing to spread until a change
         self._readers: list[weakref.ref[Reader]] = []
 
     def _check(self, value: Any) -> Number:
@@ -162,6 +162,12 @@ class BendingParameter:
         readers follow."""
         if self.ramping():
             self._step += 1
+            self._push()
+
+    def finish(self) -> None:
+        """End a ramp under way at once: the value is reached; the readers follow."""
+        if self.ramping():
+            self._step = self.ramp
             self._push()
 
     # -- readers ---------------------------------------------------------------------------------

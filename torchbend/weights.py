@@ -198,6 +198,7 @@ class WeightBank:
         self.versions[version] = {
             name: self.current(name).detach().clone() for name in self.names()
         }
+        self._follow(version)
 
     def import_version(
         self, version: str, state: Mapping[str, torch.Tensor], strict: bool = True
@@ -224,6 +225,12 @@ class WeightBank:
             n: state[n].detach().to(self.original(n)) if n in state else self.original(n).detach()
             for n in names
         }
+        self._follow(version)
+
+    def _follow(self, version: str) -> None:
+        """Bendings apply to the new weights of ``version`` if it is the active one."""
+        if version == self.active:
+            self.rebase(version, self.versions[version])
 
     def mix(self, weights: Mapping[str, float]) -> dict[str, torch.Tensor]:
         """The normalized weighted mix of versions' weights."""

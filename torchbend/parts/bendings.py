@@ -109,6 +109,15 @@ class BendingSet:
             self.callbacks.append(callback)
         return bending
 
+    def remove(self, bending: Bending) -> None:
+        """Take ``bending`` out (a bend() that failed half-way)."""
+        self._bendings = [b for b in self._bendings if b is not bending]
+        if all(b.callback is not bending.callback for b in self._bendings):
+            kept = [cb for cb in self.callbacks if cb is not bending.callback]
+            del self.callbacks[:]
+            self.callbacks.extend(kept)
+        self.generation += 1
+
     def clear(self) -> None:
         self._bendings.clear()
         del self.callbacks[:]

@@ -31,6 +31,9 @@ class ControlBoard:
         self._fades: dict[str, tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]] = {}
         self._map: dict[str, tuple[BendingParameter, list[Bending]]] = {}
         self._generation = -1
+        self._written: object = None
+        """The bent weights as the last crossfade left them: if they are another mapping when
+        a ramp moves on, something else bent weights since (a bending, a version)."""
 
     def controls(self) -> dict[str, tuple[BendingParameter, list[Bending]]]:
         """Each control with the bendings that read it (cached until bendings change)."""
@@ -70,6 +73,11 @@ class ControlBoard:
         if weights:
             before = {w: self.weights.current(w) for w in weights}
             self.weights.rebend(weights)
+            self._fades.pop(name, None)
+            if any(w in after for _, after in self._fades.values() for w in weights):
+                self._settle()  # another control fades some of these weights: both land
+            else:
+                self._written = self.weights.bent  # other fades touch other weights
             if control.ramping():
                 after = {w: self.weights.current(w) for w in weights}
                 self._fades[name] = (before, after)
@@ -79,20 +87,34 @@ class ControlBoard:
         before, after = self._fades[control.name]
         k = min(control._step + 1, control.ramp) / control.ramp
         self.weights.crossfade(before, after, k)
+        self._written = self.weights.bent
 
     def advance(self) -> None:
         """Move every ramp on by one call."""
+        if self._fades and self.weights.bent is not self._written:
+            self._settle()
         for name, control in list(self.ramping.items()):
             control.advance()
             if name in self._fades:
                 if control.ramping():
                     self._fade(control)
-                else:
+                else:  # bent again from where the base and the bendings are now
                     _, after = self._fades.pop(name)
-                    self.weights.set({**self.weights.bent, **after})
+                    self.weights.rebend(list(after))
             if not control.ramping():
                 del self.ramping[name]
 
+    def _settle(self) -> None:
+        """End the weight crossfades at once, their weights bent again from the base and
+        bendings as they are now: another operation bent weights during them, and a fade
+        between values taken before it would undo it."""
+        weights = list(dict.fromkeys(w for _, after in self._fades.values() for w in after))
+        self._fades.clear()
+        self.weights.rebend(weights)
+
     def clear(self) -> None:
+        """Forget the bendings' ramps: each ramp under way ends at its value."""
+        for control in self.ramping.values():
+            control.finish()
         self.ramping.clear()
         self._fades.clear()
