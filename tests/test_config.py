@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 import torch
 from torch import nn
 
 import torchbend as tb
+from torchbend.config import FORMAT, VERSION
 
 
 class Net(nn.Module):
@@ -110,3 +112,67 @@ def test_unsaveable_callbacks_say_why(tmp_path):
     config = tb.BendingConfig((tb.Lambda(lambda x: x), "conv$"))
     with pytest.raises(tb.BendingError, match=r"cannot be saved|defined in a script"):
         config.save(tmp_path / "x.json")
+
+
+HOSTILE = """
+import pathlib
+pathlib.Path({marker!r}).write_text("ran")  # code run just by being imported
+
+
+class X:  # not even a callback
+    pass
+"""
+
+FRIENDLY = """
+import torchbend as tb
+
+
+class Gain(tb.Scale):
+    pass
+"""
+
+
+def _config_naming(cls: str) -> dict:
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "controls": [],
+        "bendings": [{"callback": {"class": cls, "args": {}}, "patterns": ["x"], "fn": None}],
+    }
+
+
+def test_loading_a_config_never_imports_a_module_it_names(tmp_path, monkeypatch, capsys):
+    marker = tmp_path / "marker"
+    (tmp_path / "hostile_module.py").write_text(HOSTILE.format(marker=str(marker)))
+    monkeypatch.syspath_prepend(str(tmp_path))  # where a notebook's folder would be
+    path = tmp_path / "bends.json"
+    path.write_text(json.dumps(_config_naming("hostile_module:X")))
+    with pytest.raises(tb.BendingError, match="never imports a module") as e:
+        tb.BendingConfig.load(path)
+    assert "bending 0" in str(e.value) and "allow=['hostile_module']" in str(e.value)
+    assert not marker.exists()
+    # OSC and the command's --config refuse the same way.
+    from torchbend.cli import main
+
+    out = str(tmp_path / "m.ts")
+    code = main(["export", "tiny_rave", "--input", "1x1x256", "--config", str(path), "-o", out])
+    assert code == 2 and "never imports" in capsys.readouterr().err
+    assert not marker.exists()
+    # Named explicitly, the module is imported: its class is then checked.
+    with pytest.raises(tb.BendingError, match="not a bending callback"):
+        tb.BendingConfig.load(path, allow=["hostile_module"])
+    assert marker.exists()
+
+
+def test_a_config_finds_callbacks_of_modules_already_imported_or_loaded_files(tmp_path):
+    plugin = tmp_path / "gains.py"
+    plugin.write_text(FRIENDLY)
+    tb.load_callbacks(plugin)
+    bended = tb.BendedModule(nn.Sequential(nn.Conv1d(1, 2, 1), nn.Tanh()))
+    bended.trace(input=torch.randn(1, 1, 4))
+    gain = sys.modules["torchbend_user_callbacks.gains"].Gain(0.5)
+    bended.bend(gain, "_1$")
+    path = tmp_path / "bends.json"
+    bended.bending_config().save(path)
+    config = tb.BendingConfig.load(path)
+    assert type(config.items[0].callback).__name__ == "Gain"

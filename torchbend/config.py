@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,8 +47,9 @@ class BendingConfig:
 
     Notes:
         Saved files hold class references and plain values, never pickles: loading a file from
-        someone else runs no code of theirs, and only imports the callback classes it names
-        (torchbend's own by name, others by ``module:Class``).
+        someone else runs no code of theirs. Classes are found among torchbend's own (by name)
+        and in modules already imported (``module:Class``); loading never imports a module
+        the file names unless ``allow`` lists it.
     """
 
     def __init__(self, *items: tuple[Any, ...] | ConfigItem) -> None:
@@ -128,7 +129,20 @@ class BendingConfig:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], source: str = "the configuration") -> BendingConfig:
+    def from_dict(
+        cls,
+        data: dict[str, Any],
+        source: str = "the configuration",
+        allow: Iterable[str] = (),
+    ) -> BendingConfig:
+        """The configuration ``data`` holds (what :meth:`to_dict` gives).
+
+        Callback classes are found by name among torchbend's own and in modules already
+        imported (your own, or files loaded with :func:`torchbend.load_callbacks`); a module
+        that is not is imported only if ``allow`` names it: a configuration never makes
+        torchbend import, and so run, code it names.
+        """
+        allow = frozenset(allow)
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise BendingError(
                 f"{source} is not a torchbend bending configuration (no format: {FORMAT!r})"
@@ -143,7 +157,7 @@ class BendingConfig:
             items = []
             for i, b in enumerate(data["bendings"]):
                 where = f"{source}, bending {i}"
-                callback = _callback_from_dict(b["callback"], controls, where)
+                callback = _callback_from_dict(b["callback"], controls, where, allow)
                 fn = b.get("fn")
                 items.append(
                     ConfigItem(
@@ -158,8 +172,8 @@ class BendingConfig:
         return cls(*items)
 
     @classmethod
-    def load(cls, path: str | Path) -> BendingConfig:
-        """Read a configuration written by :meth:`save`."""
+    def load(cls, path: str | Path, allow: Iterable[str] = ()) -> BendingConfig:
+        """Read a configuration written by :meth:`save` (``allow``: see :meth:`from_dict`)."""
         path = Path(path)
         try:
             data = json.loads(path.read_text())
@@ -167,7 +181,7 @@ class BendingConfig:
             raise BendingError(f"no bending configuration at {path}") from None
         except json.JSONDecodeError as e:
             raise BendingError(f"{path} is not valid JSON: {e}") from None
-        return cls.from_dict(data, source=str(path))
+        return cls.from_dict(data, source=str(path), allow=allow)
 
 
 def _control_dict(c: BendingParameter) -> dict[str, Any]:
@@ -240,14 +254,16 @@ def _callback_dict(cb: BendingCallback) -> dict[str, Any]:
     return {"class": name, "args": args}
 
 
-def _decode(value: Any, controls: dict[str, BendingParameter], where: str) -> Any:
+def _decode(
+    value: Any, controls: dict[str, BendingParameter], where: str, allow: frozenset[str]
+) -> Any:
     if isinstance(value, list):
-        return [_decode(v, controls, where) for v in value]
+        return [_decode(v, controls, where, allow) for v in value]
     if isinstance(value, dict):
         if "tuple" in value:
-            return tuple(_decode(v, controls, where) for v in value["tuple"])
+            return tuple(_decode(v, controls, where, allow) for v in value["tuple"])
         if "callback" in value:
-            return _callback_from_dict(value["callback"], controls, where)
+            return _callback_from_dict(value["callback"], controls, where, allow)
         if "control" in value:
             name = value["control"]
             if name not in controls:
@@ -261,15 +277,23 @@ def _decode(value: Any, controls: dict[str, BendingParameter], where: str) -> An
 
 
 def _callback_from_dict(
-    d: dict[str, Any], controls: dict[str, BendingParameter], where: str
+    d: dict[str, Any], controls: dict[str, BendingParameter], where: str, allow: frozenset[str]
 ) -> BendingCallback:
     from .callbacks.loading import callback_from_name
 
     name = d["class"]
     if name == "Chain":
-        return Chain(*[_callback_from_dict(c, controls, where) for c in d["args"]["callbacks"]])
-    cls = callback_from_name(name)
-    args = {k: _decode(v, controls, f"{where} ({name}.{k})") for k, v in d.get("args", {}).items()}
+        return Chain(
+            *[_callback_from_dict(c, controls, where, allow) for c in d["args"]["callbacks"]]
+        )
+    try:
+        cls = callback_from_name(name, imports=allow)
+    except BendingError as e:
+        raise BendingError(f"{where}: {e}") from None
+    args = {
+        k: _decode(v, controls, f"{where} ({name}.{k})", allow)
+        for k, v in d.get("args", {}).items()
+    }
     try:
         return cls(**args)
     except TypeError as e:

@@ -241,7 +241,7 @@ class OSCControl:
                 self.bended.reset()
             else:
                 _, name, pattern, args, kwargs = change
-                callback = callback_from_name(name)(*args, **kwargs)
+                callback = callback_from_name(name, imports=())(*args, **kwargs)
                 self.bended.bend(callback, pattern)
         except Exception as e:
             words = [f"{self.prefix}/{change[0]}"]

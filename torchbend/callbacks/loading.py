@@ -9,6 +9,7 @@ import re
 import sys
 import types
 import warnings
+from collections.abc import Collection
 from pathlib import Path
 
 from ..errors import BendingError, did_you_mean
@@ -135,7 +136,7 @@ def _restore(module_name: str, previous: types.ModuleType | None) -> None:
         sys.modules[module_name] = previous
 
 
-def callback_from_name(name: str) -> type[BendingCallback]:
+def callback_from_name(name: str, imports: Collection[str] | None = None) -> type[BendingCallback]:
     """The callback class that ``name`` refers to, as saved configurations name them.
 
     Args:
@@ -144,9 +145,16 @@ def callback_from_name(name: str) -> type[BendingCallback]:
             loaded with :func:`load_callbacks` (``"torchbend_user_callbacks.bitcrusher:
             BitCrusher"``).
 
+    Args:
+        name: see above.
+        imports: ``None`` imports the module of a ``module.path:ClassName`` if it is not yet
+            (what the user typed, as ``torchbend --bend``); else only modules already imported
+            and those listed are (what a file or a message names: see
+            :meth:`BendingConfig.from_dict`).
+
     Raises:
-        BendingError: if the module cannot be imported, or has no such class, or the class is
-            not a :class:`BendingCallback`.
+        BendingError: if the module is not imported and may not be, cannot be imported, has
+            no such class, or the class is not a :class:`BendingCallback`.
 
     Example:
         >>> from torchbend.callbacks import callback_from_name
@@ -160,6 +168,17 @@ def callback_from_name(name: str) -> type[BendingCallback]:
     if ":" not in name:
         return _own_callback(name)
     module_name, _, qualname = name.partition(":")
+    if not module_name or not qualname:
+        raise BendingError(
+            f"a callback's name is 'ClassName' or 'module.path:ClassName', got {name!r}"
+        )
+    if imports is not None and module_name not in sys.modules and module_name not in imports:
+        raise BendingError(
+            f"callback {name} is in module {module_name}, which is not imported: torchbend "
+            f"never imports a module a configuration or a message names. Import it yourself "
+            f"(import {module_name}), load its file (tb.load_callbacks('path/to/file.py')), or "
+            f"allow it (BendingConfig.load(path, allow=[{module_name!r}]))"
+        )
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:

@@ -52,6 +52,10 @@ def _streams(module: nn.Module) -> bool:
 
 
 def _apply_bendings(bended: BendedModule, args: argparse.Namespace) -> list[str]:
+    from ..callbacks.loading import load_callbacks
+
+    for path in getattr(args, "plugins", None) or []:
+        load_callbacks(path)  # the user's own callbacks, which a configuration may name
     keys: list[str] = []
     if getattr(args, "config", None):
         keys += bended.bend(BendingConfig.load(args.config))

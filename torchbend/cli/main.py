@@ -74,7 +74,18 @@ def build_parser() -> argparse.ArgumentParser:
             help="a bending, such as 'Mask(0.3, dim=-2)@decoder_1$' (literal arguments "
             "only; `torchbend callbacks` lists them); repeat it for more",
         )
-        p.add_argument("--config", help="a bending configuration file (JSON, see docs)")
+        p.add_argument(
+            "--config",
+            help="a bending configuration file (JSON); it may name callbacks of torchbend "
+            "and of --plugins files, and never makes torchbend import anything",
+        )
+        p.add_argument(
+            "--plugins",
+            action="append",
+            metavar="PATH",
+            help="a .py file, or a folder of them, defining callbacks (tb.load_callbacks); "
+            "repeat it for more",
+        )
 
     def input_args(p: argparse.ArgumentParser) -> None:
         p.add_argument(
