@@ -28,13 +28,13 @@ import torch.fx
 from torch import nn
 
 from .callbacks.base import BendingCallback
-from .rewriting import ActivationSlot, graph_module_record
+from .rewriting import ActivationSlot, graph_module_record, install_view
 from .tracing import record_of
 from .tracing.objects import attribute_at
 from .tracing.surgery import is_slot
 from .weights import CopySync, module_view
 
-__all__ = ["Fold", "FoldedGraph", "fold_slots", "layer_kind"]
+__all__ = ["Fold", "FoldedGraph", "can_fold", "fold_slots", "layer_kind"]
 
 _CONV = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
 _TRANSPOSED = (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
@@ -122,12 +122,17 @@ class Fold:
     """The axis of the activation's channels."""
 
     def vector(self) -> torch.Tensor | None:
-        """The slot's factor per channel now, if it still has one and no control drives it
-        (see :func:`fold_slots`)."""
-        if any(cb.controls() for cb in self.slot.originals()):
-            return None
-        factor = self.slot.static_factor()
+        """The slot's factor per channel now, if it still has one (see :func:`_factor`)."""
+        factor = _factor(self.slot)
         return None if factor is None else channel_vector(factor, self.shape, self.axis)
+
+
+def _factor(slot: ActivationSlot) -> torch.Tensor | None:
+    """What ``slot`` multiplies its activation by, if that is all it does and no control
+    drives it (see :func:`fold_slots`)."""
+    if any(cb.controls() for cb in slot.originals()):
+        return None
+    return slot.static_factor()
 
 
 class FoldedGraph:
@@ -161,7 +166,12 @@ class FoldedGraph:
         return sum(cb.revision for cb in self._callbacks)
 
     def install(self, view: nn.Module) -> bool:
-        """Fold again, into copies of the layers of ``view``; whether every fold holds."""
+        """Read modules and weights from ``view`` (after weight bending changed) and fold
+        again, into copies of its layers; whether every fold holds."""
+        install_view(self.gm, view)
+        return self._fold(view)
+
+    def _fold(self, view: nn.Module) -> bool:
         self._view = view
         self._revision = self.revision()
         copies: list[tuple[nn.Module, nn.Module]] = []
@@ -182,7 +192,7 @@ class FoldedGraph:
         the folded copies given the attributes their layers have now (modes, flags)."""
         if self._revision != self.revision():
             assert self._view is not None
-            self.install(self._view)
+            self._fold(self._view)
         if self.valid:
             self._sync()
         return self.valid
@@ -197,29 +207,40 @@ def fold_slots(gm: torch.fx.GraphModule, view: nn.Module) -> FoldedGraph | None:
     callbacks, which folded weights would not follow, and a bended module folds exactly
     what its export folds, so that both give the same outputs, bit for bit.
     """
-    paths = graph_module_record(gm).paths
     folds: list[Fold] = []
-    for node in list(gm.graph.nodes):
-        if not is_slot(node):
-            continue
-        slot = gm.get_submodule(str(node.target))
-        assert isinstance(slot, ActivationSlot)
-        layers = _foldable_readers(gm, node, slot, paths)
-        if layers is None:
-            continue
-        source = node.args[0]
-        assert isinstance(source, torch.fx.Node)
-        for reader, fold in layers:
+    for node, readers in _plan(gm):
+        for reader, fold in readers:
             reader.target = fold.attribute
             folds.append(fold)
+        source = node.args[0]
+        assert isinstance(source, torch.fx.Node)
         node.replace_all_uses_with(source)
         gm.graph.erase_node(node)
     if not folds:
         return None
     folded = FoldedGraph(gm, folds)
-    folded.install(view)
+    folded._fold(view)
     gm.recompile()
     return folded
+
+
+def can_fold(gm: torch.fx.GraphModule) -> bool:
+    """Whether :func:`fold_slots` would fold a slot of ``gm`` (which it leaves as it is)."""
+    return bool(_plan(gm))
+
+
+def _plan(gm: torch.fx.GraphModule) -> list[tuple[torch.fx.Node, list[tuple[torch.fx.Node, Fold]]]]:
+    """Each slot node of ``gm`` that folds, with the folds of its readers."""
+    paths = graph_module_record(gm).paths
+    plan = []
+    for node in gm.graph.nodes:
+        if is_slot(node):
+            slot = gm.get_submodule(str(node.target))
+            assert isinstance(slot, ActivationSlot)
+            readers = _foldable_readers(gm, node, slot, paths)
+            if readers is not None:
+                plan.append((node, readers))
+    return plan
 
 
 def _foldable_readers(
@@ -230,9 +251,8 @@ def _foldable_readers(
 ) -> list[tuple[torch.fx.Node, Fold]] | None:
     """The folds of the readers of slot ``node``, if every reader is a layer it folds into."""
     shape = record_of(node.args[0]).shape  # type: ignore[arg-type]
-    factor = slot.static_factor()
-    controlled = any(cb.controls() for cb in slot.originals())
-    if not node.users or factor is None or controlled or not isinstance(shape, torch.Size):
+    factor = _factor(slot)
+    if not node.users or factor is None or not isinstance(shape, torch.Size):
         return None
     readers = []
     for reader in node.users:

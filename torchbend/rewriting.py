@@ -11,7 +11,7 @@ import torch
 import torch.fx
 from torch import nn
 
-from .callbacks.base import BendingCallback
+from .callbacks.base import BendingCallback, static_product
 from .tracing import Fact, FlowStep, TracedGraph
 from .tracing.objects import attribute_at
 from .tracing.records import META_KEY
@@ -68,13 +68,7 @@ class ActivationSlot(nn.Module):
     def static_factor(self) -> torch.Tensor | None:
         """The tensor the slot multiplies its activation by on every call, if its callbacks
         only do that (see :meth:`BendingCallback.static_factor`); else ``None``."""
-        factor: torch.Tensor | None = None
-        for cb in self._standing_for:
-            f = cb.static_factor(self.name)
-            if f is None:
-                return None
-            factor = f if factor is None else factor * f
-        return factor
+        return static_product(self._standing_for, self.name)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         # A slot runs on every call of a bent graph (every streamed block): a callback's

@@ -157,7 +157,6 @@ class Argument:
         if is_control(value):
             controlled[self.name] = value
             control_of(value).attach(cb)
-        cb.revision += 1  # a control given or taken away changes what may be folded
         if self.store(cb, number, start, end) and self.derives and cb._targets:
             cb.control_changed()
 
@@ -242,7 +241,7 @@ class Argument:
         tensor = isinstance(value, torch.Tensor)
         changed = not (tensor or isinstance(previous, torch.Tensor)) and previous != value
         cb.__dict__[self.name] = value
-        ramp = cb._ramps.get(self.name)
+        cb.revision += 1  # a value (or a control) written: the next call may differ
         if self.ramps:
             if value is None:
                 cb._ramps.pop(self.name, None)
@@ -250,14 +249,6 @@ class Argument:
                 cb._ramps[self.name] = (value, value, value)
             else:
                 cb._ramps[self.name] = (float(start), float(end), float(value))
-        # (A tensor, a program's input, is taken as a change: no comparison to trace.)
-        if (
-            changed
-            or tensor
-            or isinstance(previous, torch.Tensor)
-            or cb._ramps.get(self.name) != ramp
-        ):
-            cb.revision += 1  # what the next call computes may differ (see static_factor)
         return changed
 
     def pull(self, cb: Any) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import torch
@@ -14,7 +14,7 @@ from ..controls import BendingParameter, Control, control_of, is_control
 from ..errors import BendingError
 from .argument import NO_NEUTRAL, declared
 
-__all__ = ["BendingCallback", "Chain"]
+__all__ = ["BendingCallback", "Chain", "static_product"]
 
 
 class BendingCallback(nn.Module):
@@ -377,13 +377,7 @@ class Chain(BendingCallback):
         return {"callbacks": self.chained()}
 
     def static_factor(self, name: str) -> torch.Tensor | None:
-        factor: torch.Tensor | None = None
-        for cb in self.chained():
-            f = cb.static_factor(name)
-            if f is None:
-                return None
-            factor = f if factor is None else factor * f
-        return factor
+        return static_product(self.chained(), name)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         for cb in self.callbacks:
@@ -397,3 +391,15 @@ class Chain(BendingCallback):
 
     def __repr__(self) -> str:
         return " >> ".join(repr(cb) for cb in self.callbacks)
+
+
+def static_product(callbacks: Sequence[BendingCallback], name: str) -> torch.Tensor | None:
+    """The product of the :meth:`~BendingCallback.static_factor` of ``callbacks`` on target
+    ``name`` (what applying them in turn multiplies by), if each has one; else ``None``."""
+    factor: torch.Tensor | None = None
+    for cb in callbacks:
+        f = cb.static_factor(name)
+        if f is None:
+            return None
+        factor = f if factor is None else factor * f
+    return factor

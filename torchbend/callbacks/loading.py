@@ -144,9 +144,6 @@ def callback_from_name(name: str, imports: Collection[str] | None = None) -> typ
             ``"module.path:ClassName"`` for any other, from an importable module or a file
             loaded with :func:`load_callbacks` (``"torchbend_user_callbacks.bitcrusher:
             BitCrusher"``).
-
-    Args:
-        name: see above.
         imports: ``None`` imports the module of a ``module.path:ClassName`` if it is not yet
             (what the user typed, as ``torchbend --bend``); else only modules already imported
             and those listed are (what a file or a message names: see

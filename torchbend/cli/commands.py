@@ -119,24 +119,19 @@ def render(
     bended: BendedModule,
     audio: torch.Tensor,
     sample_rate: int,
-    fn: str = "forward",
-    block_size: int | None = None,
+    fn: str,
+    block_size: int | None,
     progress: Any = None,
 ) -> tuple[torch.Tensor, str]:
-    """``audio`` (``[channels, time]``) through ``bended`` (traced on the first call), and how.
-
-    A model that streams (``set_streaming``, or a TorchScript file) runs block by block with
-    its state carried over, as :class:`~torchbend.audio.stream.Stream` runs it, from a clean
-    state; any other model runs in one pass over the whole file (or, given ``block_size``,
-    block by block, each from where the model is). Any length in, the same length out.
-    """
+    """``audio`` (``[channels, time]``) through traced method ``fn`` of ``bended``, and how:
+    block by block as :class:`~torchbend.audio.stream.Stream` runs it, from a clean state, or
+    with ``block_size=None`` in one pass over the whole file. Any length in, the same length
+    out."""
     from ..audio.stream import Stream
 
     ratio = _ratio(bended.module)
-    if block_size is None and not _streams(bended.module):
+    if block_size is None:
         x = _padded(audio, ratio)
-        if fn not in bended.traced_methods:
-            _trace(bended, fn, x)
         with torch.inference_mode():
             out = bended.call(fn, x)
         if not isinstance(out, torch.Tensor) or out.dim() != 3 or out.shape[-1] != x.shape[-1]:
@@ -146,14 +141,11 @@ def render(
                 "takes methods from audio to audio of the same length"
             )
         return out[0, :, : audio.shape[-1]], "in one pass"
-    block = STREAM_BLOCK if block_size is None else block_size
-    stream = Stream(bended, method=fn, block_size=block, ratio=ratio, sample_rate=sample_rate)
-    if fn not in bended.traced_methods:
-        _trace(bended, fn, torch.zeros(1, 1, block))
+    stream = Stream(bended, method=fn, block_size=block_size, ratio=ratio, sample_rate=sample_rate)
     stream.reset()  # the state the trace left behind
     with torch.inference_mode():
         out = stream.process(audio, before_block=progress)
-    return out, f"by blocks of {block}, {stream.stats.realtime_factor:.0f}x realtime"
+    return out, f"by blocks of {block_size}, {stream.stats.realtime_factor:.0f}x realtime"
 
 
 def cmd_bend(args: argparse.Namespace) -> int:
@@ -164,8 +156,11 @@ def cmd_bend(args: argparse.Namespace) -> int:
     model = _bended(args)
     sample_rate = int(getattr(model.module, "sample_rate", 44100))
     audio, sr = load(args.input, sample_rate=sample_rate, mono=True)
-    streams = _streams(model.module)
-    block = args.block_size if args.block_size is not None or not streams else STREAM_BLOCK
+    # A model that streams runs by blocks with its state carried over; any other in one pass
+    # (or by the blocks asked for).
+    block = args.block_size
+    if block is None and _streams(model.module):
+        block = STREAM_BLOCK
     x = torch.zeros(1, 1, block) if block is not None else _padded(audio, _ratio(model.module))
     _trace(model, args.fn, x)
     keys = _apply_bendings(model, args)

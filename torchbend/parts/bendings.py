@@ -14,7 +14,7 @@ from ..callbacks.base import BendingCallback
 from ..callbacks.capture import Capture
 from ..config import BendingConfig, ConfigItem
 from ..errors import BendingError, SelectionError
-from ..folding import fold_slots
+from ..folding import can_fold, fold_slots
 from ..rewriting import ActivationSlot, build_graph_module
 from ..selection import Selection, matches
 from ..tracing import record_of
@@ -217,7 +217,7 @@ class BendingSet:
         # The same graph with the bendings that can be folded into weights folded, for calls
         # without autograd (streaming, live): see torchbend.folding.
         entry.folded = None
-        if modules:
+        if modules and can_fold(entry.gm):
             folded = build_graph_module(entry.result, view, modules, class_name=name)
             entry.folded = fold_slots(folded, view)
 

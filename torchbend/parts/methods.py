@@ -400,7 +400,6 @@ class MethodTable:
             if entry.gm is not None:
                 install_view(entry.gm, view)
             if entry.folded is not None:
-                install_view(entry.folded.gm, view)
                 entry.folded.install(view)
 
     def map_constants(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
