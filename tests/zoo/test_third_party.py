@@ -93,3 +93,40 @@ def test_docs_table_lists_the_zoo():
     assert rows == [m.name for m in ALL]
     failures = section.split("Known failures:")[-1] if KNOWN_FAILING else ""
     assert all(f"`{name}`" in failures for name in KNOWN_FAILING)
+
+
+def _read_by_layers(bended: tb.BendedModule, model: ZooModel, module: torch.nn.Module) -> list[str]:
+    """Activations of fixed float shape read by a convolution or a Linear of ``module``."""
+    from torchbend.folding import layer_kind
+
+    found = []
+    for node in bended.graph(model.method).nodes:
+        shape = node.meta.get("torchbend")
+        shape = getattr(shape, "shape", None)
+        if not isinstance(shape, torch.Size) or not all(isinstance(s, int) for s in shape):
+            continue
+        for user in node.users:
+            if user.op == "call_module" and layer_kind(module.get_submodule(str(user.target))):
+                found.append(node.name)
+                break
+    return found
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.name for m in MODELS])
+def test_bendings_folded_into_layers_compute_what_their_slots_compute(model: ZooModel):
+    if not model.available:
+        pytest.skip(f"{model.library} is not installed (pip install -e '.[dev]')")
+    module, inputs = model.build()
+    getattr(module, model.method)(**inputs)  # as the test above: caches filled once
+    bended = tb.BendedModule(module, backend="auto")
+    bended.trace(model.method, **inputs)
+    names = _read_by_layers(bended, model, module)[:20]
+    if not names:
+        pytest.skip(f"no activation of {model.name} is read by a convolution or a Linear")
+    pattern = "|".join(f"{model.method}:{re.escape(n)}$" for n in names)
+    bended.bend(tb.Scale(0.75), pattern)
+    with torch.enable_grad():  # the slots
+        slots = _seeded(bended, model.method, inputs)
+    with torch.no_grad():  # the folds, where they hold
+        folded = _seeded(bended, model.method, inputs)
+    assert same(folded, slots), f"{model.name}: folded bendings differ from their slots"
