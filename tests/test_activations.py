@@ -95,3 +95,68 @@ def test_capture_records_while_capturing_and_mixes_back(ae, tmp_path):
     bended.reset()
     bended.bend(tb.InterpolateActivation({"tanh": torch.zeros(1, 4, 8)}, weight=0.5), "tanh$")
     assert torch.allclose(bended.get_activations("tanh$", x=a)["tanh"], torch.tanh(ae.enc(a)) / 2)
+
+
+class Branchy(nn.Module):
+    """Decisions on values before and after ``m``, an optional argument with a default."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(4, 4)
+        self.m = nn.Linear(4, 4)
+
+    def forward(self, x, mask=None, k: int = 2):
+        y = self.l(x)
+        if mask is not None:
+            y = y * mask
+        y = y * k if y.sum() > 0 else y - 1
+        z = self.m(y)
+        if z.mean() > 0:
+            return z + 100
+        return z
+
+
+def test_get_activations_fills_defaults_and_follows_decisions_on_values():
+    torch.manual_seed(0)
+    net = Branchy()
+    bended = tb.BendedModule(net)
+    x = torch.randn(1, 4)
+    bended.trace(x=x)
+    for xx in (x, -x, 10 * x, -10 * x):
+        y = net.l(xx)
+        want = net.m(y * 2 if y.sum() > 0 else y - 1)
+        assert torch.equal(bended.get_activations("m$", x=xx)["m"], want)
+
+
+def identity_branchy() -> Branchy:
+    net = Branchy()
+    with torch.no_grad():
+        for layer in (net.l, net.m):
+            layer.weight.copy_(torch.eye(4))
+            layer.bias.zero_()
+    return net
+
+
+def test_from_activations_runs_the_graph_traced_for_such_activations():
+    bended = tb.BendedModule(identity_branchy())
+    z = torch.ones(1, 4)
+    bended.trace(x=z)  # m = 2: the branch that adds 100
+    assert torch.equal(bended.from_activations("m", m=z), z + 100)
+    # The other branch after m was never traced: an error, not the traced branch's result.
+    with pytest.raises(tb.TracingError, match="no traced graph of forward"):
+        bended.from_activations("m", m=-z)
+    with pytest.raises(tb.TracingError, match=r"m: \(3, 4\)"):
+        bended.from_activations("m", m=torch.ones(3, 4))
+    bended.trace(x=-z)  # once a graph took that branch, it is the one that runs
+    assert torch.equal(bended.from_activations("m", m=-z), -z)
+    assert torch.equal(bended.from_activations("m", m=z), z + 100)
+
+
+def test_a_saved_cut_graph_refuses_inputs_that_take_other_decisions():
+    bended = tb.BendedModule(identity_branchy())
+    z = torch.ones(1, 4)
+    bended.trace(x=z)
+    first = bended.from_activations("m", m=z, save_as="tail")
+    assert torch.equal(bended.tail(m=z), first)
+    with pytest.raises(tb.TracingError, match="was cut from a graph of forward"):
+        bended.tail(m=-z)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
-from torchbend.tracing import BendingTracer, TracedGraph, is_guard, record_of
+from torchbend.tracing import BendingTracer, DecisionChanged, TracedGraph, is_guard, record_of
 from torchbend.tracing.surgery import (
     SLOTS,
     copy_graph,
@@ -93,10 +94,35 @@ def test_cut_from_makes_activations_inputs_and_drops_what_only_fed_them():
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     assert [str(n.target) for n in placeholders] == ["a"]  # x only fed a
     assert record_of(placeholders[0]).shape == (2, 3)
-    # The check read a sum the cut graph no longer computes: it goes with it.
-    assert not any(is_guard(n) or n.name in ("sum_1", "gt") for n in graph.nodes)
+    # The decision reads the injected activation: its check stays and runs on it.
+    assert any(is_guard(n) for n in graph.nodes)
     assert torch.allclose(run(net, graph, y), net.b(y) * 2)
     assert "a" not in {str(n.target) for n in graph.nodes if n.op == "call_module"}
+    with pytest.raises(DecisionChanged):
+        run(net, graph, torch.full((2, 3), -1e9))
+
+
+class Before(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(3, 3)
+        self.b = nn.Linear(3, 3)
+
+    def forward(self, x):
+        if x.sum() > -1e9:
+            x = x * 2
+        return self.b(self.a(x))
+
+
+def test_cut_from_drops_checks_of_decisions_taken_before_the_activations():
+    torch.manual_seed(0)
+    net = Before()
+    result = BendingTracer().trace_method(net, "forward", {"x": torch.randn(2, 3)})
+    graph = cut_from(result, ["a"])
+    assert [str(n.target) for n in graph.nodes if n.op == "placeholder"] == ["a"]
+    assert not any(is_guard(n) or n.name in ("sum_1", "gt") for n in graph.nodes)
+    y = torch.randn(2, 3)
+    assert torch.allclose(run(net, graph, y), net.b(y))
 
 
 def test_strip_guards_removes_every_check():

@@ -11,7 +11,7 @@ import torch.fx
 from ..errors import SelectionError, TracingError, did_you_mean
 from ..rewriting import build_graph_module
 from ..selection import select
-from ..tracing import TracedGraph
+from ..tracing import DecisionChanged, TracedGraph, record_of
 from ..tracing.surgery import cut_from, keep_until
 from .dispatch import Entry, Method
 from .methods import MethodTable
@@ -30,10 +30,19 @@ def get_activations(
     """Activations of ``fn`` matched by ``patterns`` on ``inputs``, by node name (see
     :meth:`BendedModule.get_activations`)."""
     method = table.method(fn)
-    entry = table.entry_for(method, method.signature.bind((), inputs))
+    inputs = method.signature.bind((), inputs)  # defaults of the method filled in
+    entry = table.entry_for(method, inputs)
     names = _names(method, entry, patterns)
-    graph = keep_until(entry.graph, names)
-    result: dict[str, Any] = _run(table, method, entry, graph, inputs, bended, save_as)
+    try:
+        result: dict[str, Any] = _run(
+            table, method, entry, keep_until(entry.graph, names), inputs, bended, save_as
+        )
+    except DecisionChanged:
+        # A decision on the values of these inputs (not on their kinds or shapes) differs
+        # from the graph's: trace the graph these inputs take, and run that one.
+        entry = table.trace_decisions(method, inputs)
+        names = _names(method, entry, patterns)
+        result = _run(table, method, entry, keep_until(entry.graph, names), inputs, bended, save_as)
     return result
 
 
@@ -52,18 +61,45 @@ def from_activations(
         raise SelectionError("from_activations() needs the names of the activations to inject")
     if method.current is None:
         raise TracingError(f"trace {fn!r} first: bended.trace({fn!r}, <example inputs>)")
-    entry = table.current(fn)
-    names = tuple(_names(method, entry, [f"{n}$" for n in names], exact=names))
-    graph = cut_from(entry.graph, names)
-    needed = [str(n.target) for n in graph.nodes if n.op == "placeholder"]
-    missing = [n for n in needed if n not in values]
-    unknown = [v for v in values if v not in needed]
-    if missing or unknown:
-        raise TracingError(
-            f"from_activations({', '.join(map(repr, names))}) of {fn} takes {needed}; "
-            f"missing {missing}, unknown {unknown}"
-        )
-    return _run(table, method, entry, graph, values, bended, save_as)
+    names = tuple(_names(method, table.current(fn), [f"{n}$" for n in names], exact=names))
+    # The graph after the activations was traced for activations of the shapes recorded:
+    # run a graph traced with activations like the given ones, newest first, and the next
+    # one if a decision on their values differs.
+    tried: list[str] = []
+    for entry in [method.current, *(e for e in method.entries if e is not method.current)]:
+        shapes = _recorded(entry, names)
+        if any(_shape(values.get(n)) not in (None, s) for n, s in shapes.items()):
+            tried.append(", ".join(f"{n}: {s}" for n, s in shapes.items()))
+            continue
+        graph = cut_from(entry.graph, names)
+        needed = [str(n.target) for n in graph.nodes if n.op == "placeholder"]
+        missing = [n for n in needed if n not in values]
+        unknown = [v for v in values if v not in needed]
+        if missing or unknown:
+            raise TracingError(
+                f"from_activations({', '.join(map(repr, names))}) of {fn} takes {needed}; "
+                f"missing {missing}, unknown {unknown}"
+            )
+        try:
+            return _run(table, method, entry, graph, values, bended, save_as)
+        except DecisionChanged:
+            tried.append("a graph that took other decisions on these values")
+    given = ", ".join(f"{n}: {_shape(values.get(n))}" for n in names)
+    raise TracingError(
+        f"from_activations of {table.owner}.{fn}: no traced graph of {fn} was traced with "
+        f"activations like these ({given}); traced with: {'; '.join(tried)}. Trace {fn} on "
+        f"inputs that give such activations first (bended.trace({fn!r}, ...)), so that what "
+        "follows them is traced for their shape and values."
+    )
+
+
+def _recorded(entry: Entry, names: Sequence[str]) -> dict[str, Any]:
+    by_name = {n.name: n for n in entry.graph.nodes}
+    return {n: tuple(record_of(by_name[n]).shape or ()) for n in names if n in by_name}
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    return tuple(value.shape) if isinstance(value, torch.Tensor) else None
 
 
 def _names(

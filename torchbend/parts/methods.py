@@ -145,6 +145,12 @@ class MethodTable:
 
     def method(self, fn: str) -> Method:
         """The method ``fn``, added to the table (without a graph) if new."""
+        if not isinstance(fn, str):
+            raise TracingError(
+                f"a method is named by a string, got {type(fn).__name__} "
+                f"{_short(fn)}; inputs are given by argument name, e.g. "
+                f"bended.trace('forward', {self._first_argument()}=...)"
+            )
         method = self._methods.get(fn)
         if method is None:
             impl = getattr(self.module, fn, None)
@@ -156,6 +162,13 @@ class MethodTable:
             method = Method(fn, Signature(self.owner, fn, signature_of(impl)))
             self._methods[fn] = method
         return method
+
+    def _first_argument(self) -> str:
+        try:
+            names = list(signature_of(self.module.forward).parameters)
+        except (TypeError, ValueError):
+            names = []
+        return names[0] if names else "x"
 
     def current(self, fn: str) -> Entry:
         """The last graph traced for ``fn``."""
@@ -204,6 +217,11 @@ class MethodTable:
         if found is not None:
             return found
         return self._trace_entry(method, inputs, keep=keep)[0]
+
+    def trace_decisions(self, method: Method, inputs: dict[str, Any]) -> Entry:
+        """The graph of the decisions bound ``inputs`` take, traced if new: for inputs whose
+        kinds and shapes select a graph that took other decisions on their values."""
+        return self._trace_entry(method, inputs)[0]
 
     def lookup(self, method: Method, inputs: dict[str, Any]) -> Entry | None:
         training = self.module.training
@@ -341,6 +359,18 @@ class MethodTable:
                 f"({step.function}) was {e.expected!r} when traced, now {e.got!r}. Set "
                 "strict=False to trace a graph for these inputs."
             ) from None
+        if method.source is not None:  # a graph cut from another method's cannot be traced
+            entry = method.entries[0]
+            if changed is not None:
+                step = entry.result.flow_steps[changed[1].step]
+                change = f"decision {step.kind} '{step.name}' at {step.file} differs from the traced"
+            else:
+                change = entry.mismatch(inputs) or "they differ from the traced ones"
+            raise TracingError(
+                f"{self.owner}.{method.name} was cut from a graph of {method.source} and runs "
+                f"only for inputs like those it was saved with: {change}. Save it again from a "
+                f"graph of {method.source} traced on inputs like these."
+            )
         entry, _ = self._trace_entry(method, inputs)
         assert entry.gm is not None
         try:
@@ -406,6 +436,13 @@ class MethodTable:
         """Apply ``fn`` to the constants of every graph (a device or dtype move)."""
         for _, entry in self.entries():
             entry.result.constants = {k: fn(v) for k, v in entry.result.constants.items()}
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"of shape {tuple(value.shape)}"
+    text = repr(value)
+    return text if len(text) < 60 else text[:57] + "..."
 
 
 def _step(step: FlowStep) -> str:

@@ -128,21 +128,33 @@ def cut_from(graph: torch.fx.Graph, names: Collection[str]) -> torch.fx.Graph:
         anchor = placeholder
         placeholder.meta = dict(node.meta)
         node.replace_all_uses_with(placeholder)
-    needed: set[torch.fx.Node] = set()
-    stack = [output]
-    while stack:
-        node = stack.pop()
-        if node not in needed:
-            needed.add(node)
-            stack.extend(node.all_input_nodes)
+    needed = _inputs_of([output])
+    # Values the cut graph can compute from what it needs anyway (no other input): checks of
+    # decisions on them (``if z.mean() > 0`` after the cut) stay, with what they read.
+    computable = set(needed)
+    for node in new.nodes:
+        if node.op not in ("placeholder", "output") and all(
+            i in computable for i in node.all_input_nodes
+        ):
+            computable.add(node)
+    needed |= _inputs_of([n for n in computable if _has_effect(n)])
     for node in reversed(list(new.nodes)):
-        if node in needed:
-            continue
-        keep = _has_effect(node) and all(i in needed for i in node.all_input_nodes)
-        if not keep and not node.users:
+        if node not in needed:
             new.erase_node(node)
     new.lint()
     return new
+
+
+def _inputs_of(nodes: Iterable[torch.fx.Node]) -> set[torch.fx.Node]:
+    """``nodes`` and every node they read, transitively."""
+    found: set[torch.fx.Node] = set()
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if node not in found:
+            found.add(node)
+            stack.extend(node.all_input_nodes)
+    return found
 
 
 def strip_guards(graph: torch.fx.Graph) -> int:
