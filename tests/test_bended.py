@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 
 import pytest
 import torch
@@ -600,3 +601,90 @@ def test_calls_that_trace_a_new_graph_move_ramps_on():
     bended(torch.randn(1, 1, 8))  # a new length: traced, and one step of the ramp
     bended(torch.randn(1, 1, 12))
     assert not gain.ramping()
+
+
+def test_a_retrace_leaves_what_seeded_bendings_draw_next_as_it_was():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4))
+    x = torch.ones(2, 4)
+
+    def second_call(retrace: bool) -> torch.Tensor:
+        bended = tb.BendedModule(net)
+        bended.trace(input=torch.randn(2, 4))
+        bended.bend(tb.Noise(0.5, seed=3), "_0$")
+        bended(x)
+        if retrace:
+            bended.trace(input=torch.randn(3, 4))
+        return bended(x)
+
+    assert torch.equal(second_call(False), second_call(True))
+
+
+class OnlyDecided(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(4, 4)
+        self.m = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y, z = self.l(x), self.m(x)
+        if y.sum() > 0:
+            return z * 2
+        return z
+
+
+def test_bend_warns_about_bendings_that_change_nothing_or_stack():
+    bended = tb.BendedModule(OnlyDecided())
+    bended.trace(x=torch.randn(1, 4))
+    with pytest.warns(UserWarning, match=r"forward:l changes nothing: only decisions read it"):
+        bended.bend(tb.Scale(2.0), "l$")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bended.bend(tb.Scale(2.0), "m$")
+    with pytest.warns(UserWarning, match=r"Scale\(scale=2.0\) already bends forward:m"):
+        bended.bend(tb.Scale(2.0), "m$")  # the same notebook cell, run again
+
+
+def test_selection_mistakes_are_clear_errors():
+    attention = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    class Attend(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = attention
+
+        def forward(self, x):
+            return self.a(x, x, x)[0]
+
+    bended = tb.BendedModule(Attend())
+    with pytest.raises(
+        tb.TracingError, match=r"by a string, got Tensor of shape \(1, 3, 8\)"
+    ):
+        bended.trace(torch.randn(1, 3, 8))
+    bended.trace(x=torch.randn(1, 3, 8))
+    with pytest.raises(tb.SelectionError, match="the empty pattern '' would match every"):
+        bended.bend(tb.Scale(2.0), "")
+    # listed activations are the ones bend() takes; a tuple output says why it is not one
+    assert "a" not in bended.activation_names() and "getitem" in bended.activation_names()
+    assert any(a.name == "a" and not a.is_tensor for a in bended.activations())
+    with pytest.raises(tb.SelectionError, match=r"'a' of forward is not one tensor .*\(getitem\)"):
+        bended.bend(tb.Scale(2.0), "a$")
+    assert bended.bended_keys() == []
+
+
+class Refuses(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if x.dim() != 3:
+            raise ValueError(f"Refuses expects (batch, time, 4), got {list(x.shape)}")
+        return self.l(x)
+
+
+def test_a_module_refusing_its_inputs_is_reported_with_its_own_values():
+    bended = tb.BendedModule(Refuses())
+    with pytest.raises(tb.TracingError, match=r"itself raises .* got \[2, 4\]$") as info:
+        bended.trace(x=torch.randn(2, 4))
+    assert "Proxy" not in str(info.value) and isinstance(info.value.__cause__, ValueError)

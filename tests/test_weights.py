@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import torch
 from torch import nn
 
+import torchbend as tb
 from torchbend.weights import WeightBank, module_view
 
 
@@ -41,7 +44,26 @@ def test_bank_refresh_follows_train_eval():
     bank.refresh()
     assert not bank.view.training and not bank.view[0].training
     assert isinstance(bank.bent["0.weight"], nn.Parameter)
+    # as the weight it replaces: modules pick their kernels by it
+    assert bank.bent["0.weight"].requires_grad
+    m[0].weight.requires_grad_(False)
+    bank.set({"0.weight": torch.ones(3, 3)})
     assert not bank.bent["0.weight"].requires_grad
+
+
+def test_bent_attention_runs_the_kernels_of_the_original():
+    # nn.MultiheadAttention takes a fused path when no weight needs a gradient: bent copies
+    # that did not would run it where the original does not (1e-7 apart, nothing bent).
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, dropout=0.0).eval()
+    x = torch.randn(1, 5, 8)
+    names = [n for n, _ in layer.named_parameters()]
+    bended = tb.BendedModule(layer)
+    bended.trace(src=x)
+    bended.bend(tb.Scale(1.0), *[re.escape(n) + "$" for n in names])
+    for grad in (True, False):
+        with torch.set_grad_enabled(grad):
+            assert torch.equal(bended(x), layer(x))
 
 
 def test_parametrized_layers_can_be_bent():

@@ -203,6 +203,7 @@ class BendedModule(nn.Module):
             self._weights.set(bent)
             self._methods.rebuild(list(bending.activations))
             raise
+        self._bendings.warnings_for(bending, self._methods.entries())
         return selection.keys()
 
     def bended_keys(self) -> list[str]:
@@ -221,7 +222,10 @@ class BendedModule(nn.Module):
     def _select(self, patterns: Sequence[str], fns: str | tuple[str, ...] | None) -> Selection:
         owner = type(self.module).__name__
         bendable = self._methods.bendable()
-        return select(patterns, self._weights.names(), bendable, fns, owner=owner)
+        try:
+            return select(patterns, self._weights.names(), bendable, fns, owner=owner)
+        except SelectionError as e:
+            raise SelectionError(f"{e}{self._methods.why_not_bendable(patterns)}") from None
 
     def bending_config(self) -> BendingConfig:
         """The bendings applied, as a :class:`BendingConfig` (save it, apply it elsewhere)."""
@@ -383,8 +387,9 @@ class BendedModule(nn.Module):
         return self._inspector.activations(fn, op, flt, exclude)
 
     def activation_names(self, fn: str = "forward") -> list[str]:
-        """Names of the activations of ``fn`` (what ``bend`` patterns match)."""
-        return [a.name for a in self.activations(fn)]
+        """Names of the activations of ``fn`` that ``bend`` patterns match (tensor values:
+        :meth:`activations` also lists tuple outputs, whose items are bent instead)."""
+        return [a.name for a in self.activations(fn) if a.is_tensor]
 
     def activation_shape(self, name: str, fn: str = "forward") -> Any:
         """Shape of activation ``name`` of ``fn``, as traced."""

@@ -88,6 +88,11 @@ def select(
             raise SelectionError(
                 f"patterns must be strings, got {type(pattern).__name__}: {pattern!r}"
             )
+        if not pattern or (pattern.endswith(":") and pattern[:-1] in activations):
+            raise SelectionError(
+                f"the empty pattern {pattern!r} would match every weight and activation of "
+                f"{owner}; write '.*' to select everything on purpose"
+            )
         scoped = _SCOPED.match(pattern)
         if scoped and scoped.group(1) in activations:
             scope, regex = {scoped.group(1)}, _compile(scoped.group(2))

@@ -66,6 +66,9 @@ class ActivationInfo:
     """``torch.Size`` of a tensor, or a tuple of shapes for tuple outputs."""
     dtype: Any
     """``torch.dtype`` of a tensor, or a tuple of dtypes."""
+    is_tensor: bool = True
+    """Whether the value is one tensor, which ``bend`` can take; a tuple output cannot be
+    bent: bend the items taken from it (``getitem`` nodes)."""
 
 
 def weights_table(
@@ -96,7 +99,9 @@ def activation_infos(
     ops = {op} if isinstance(op, str) else set(op or ())
     by_name = {n.name: n for n in nodes}
     return [
-        ActivationInfo(n.name, n.op, target_name(n.target), record.shape, record.dtype)
+        ActivationInfo(
+            n.name, n.op, target_name(n.target), record.shape, record.dtype, record.is_tensor
+        )
         for name in filter_names(by_name, flt, exclude)
         for n in [by_name[name]]
         for record in [record_of(n)]

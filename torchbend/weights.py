@@ -178,10 +178,7 @@ class WeightBank:
 
     def set(self, bent: Mapping[str, torch.Tensor]) -> None:
         """Replace all bent weights (an empty mapping restores the originals)."""
-        self.bent = {
-            name: t if isinstance(t, nn.Parameter) else nn.Parameter(t, requires_grad=False)
-            for name, t in bent.items()
-        }
+        self.bent = {name: self._parameter(name, t) for name, t in bent.items()}
         self.refresh()
 
     # -- versions ------------------------------------------------------------------------------
@@ -251,10 +248,16 @@ class WeightBank:
 
     def set_base(self, weights: Mapping[str, torch.Tensor]) -> None:
         """Replace the base weights (a version's, or a mix); ``{}`` means the originals."""
-        self.base = {
-            name: t if isinstance(t, nn.Parameter) else nn.Parameter(t, requires_grad=False)
-            for name, t in weights.items()
-        }
+        self.base = {name: self._parameter(name, t) for name, t in weights.items()}
+
+    def _parameter(self, name: str, tensor: torch.Tensor) -> nn.Parameter:
+        """``tensor`` as a parameter that needs gradients if the weight it replaces does:
+        modules choose kernels by it (``nn.MultiheadAttention`` takes a fused path when no
+        weight needs one), and a bent model must run the original's."""
+        if isinstance(tensor, nn.Parameter):
+            return tensor
+        wanted = self.original(name).requires_grad and tensor.is_floating_point()
+        return nn.Parameter(tensor.detach(), requires_grad=wanted)
 
     def synced_view(self) -> nn.Module:
         """``view``, its copied modules given the attributes the wrapped module's have now:

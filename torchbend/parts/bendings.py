@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from ..folding import can_fold, fold_slots
 from ..rewriting import ActivationSlot, build_graph_module
 from ..selection import Selection, matches
 from ..tracing import record_of
+from ..tracing.surgery import decisions_only
 from .dispatch import Entry, Method
 
 __all__ = ["Bending", "BendingSet", "check_callback"]
@@ -108,6 +110,45 @@ class BendingSet:
         if not any(cb is callback for cb in self.callbacks):
             self.callbacks.append(callback)
         return bending
+
+    def warnings_for(self, bending: Bending, entries: Iterable[tuple[Method, Entry]]) -> None:
+        """Warn about a new ``bending`` that does not do what it seems to: one stacked on the
+        same bending of the same targets (a notebook cell run twice), or one of activations
+        that only decisions read (checks read traced values: it changes nothing)."""
+        cb = bending.callback
+        for other in self._bendings:
+            if other is bending or type(other.callback) is not type(cb):
+                continue
+            if other.callback is cb or repr(other.callback) == repr(cb):
+                shared = [k for k in bending.keys() if k in other.keys()]
+                if shared:
+                    warnings.warn(
+                        f"{cb!r} already bends {_few(shared)}: this bending stacks a second one "
+                        "on top. Call bended.reset() first to replace a bending.",
+                        stacklevel=3,
+                    )
+                    break
+        unread: dict[str, list[str]] = {}  # key: where decisions read it, in every graph
+        for method, entry in entries:
+            for name in bending.activations.get(method.key, []):
+                guards = decisions_only(entry.graph, name)
+                key = f"{method.key}:{name}"
+                if not guards:
+                    unread[key] = []
+                elif unread.get(key, True):
+                    steps = [entry.result.flow_steps[int(str(g.args[3]))] for g in guards]
+                    unread.setdefault(key, []).extend(
+                        f"{s.kind} at {s.file} ({s.function})" for s in steps
+                    )
+        for key, where in unread.items():
+            if where:
+                warnings.warn(
+                    f"bending {key} changes nothing: only decisions read it "
+                    f"({', '.join(dict.fromkeys(where))}), and the graph keeps the decisions "
+                    "taken when traced. Bend the activations it is computed from, or those "
+                    "the decision selects, instead.",
+                    stacklevel=3,
+                )
 
     def remove(self, bending: Bending) -> None:
         """Take ``bending`` out (a bend() that failed half-way)."""
@@ -220,6 +261,10 @@ class BendingSet:
         if modules and can_fold(entry.gm):
             folded = build_graph_module(entry.result, view, modules, class_name=name)
             entry.folded = fold_slots(folded, view)
+
+
+def _few(keys: Sequence[str]) -> str:
+    return ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
 
 
 def _computed_from_inputs(graph: torch.fx.Graph) -> set[str]:

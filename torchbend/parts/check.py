@@ -23,7 +23,7 @@ from ..rewriting import build_graph_module, graph_module_record
 from ..tracing import DecisionChanged
 from ..tracing.state import kept_attributes
 from ..tracing.values import leaves, map_values
-from .backend import EntryHooks, TracingBackend
+from .backend import EntryHooks, TracingBackend, call_method
 from .dispatch import Entry, Method, clone_inputs
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "RandomState",
     "first_difference",
     "kept_buffers",
+    "own_error",
 ]
 
 RTOL = 1e-5
@@ -58,6 +59,27 @@ class RandomState:
             torch.random.set_rng_state(now.cpu)
             for g, s in zip(now.generators, now.states):
                 g.set_state(s)
+
+
+def own_error(
+    root: nn.Module, method: str, inputs: dict[str, Any], generators: list[torch.Generator]
+) -> Exception | None:
+    """The error ``root.<method>`` itself raises on ``inputs``, run as the user's code would
+    (leaving no trace), or ``None``: when tracing failed, the module's own message, with
+    values where the trace's would show proxies."""
+    found: Exception | None = None
+    state = RandomState(generators)
+    with (
+        contextlib.suppress(TracingError),
+        kept_attributes(root),
+        kept_buffers(root),
+        state.replayed(),
+    ):
+        try:
+            call_method(root, method, clone_inputs(inputs))
+        except Exception as e:
+            found = e
+    return found
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ What happens to a new entry (bendings attached, a GraphModule compiled) is left 
 from __future__ import annotations
 
 import inspect
+import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -20,11 +21,11 @@ from torch import nn
 
 from ..errors import GuardError, TracingError, did_you_mean
 from ..rewriting import install_view
-from ..tracing import DecisionChanged, FlowStep, TracedGraph
+from ..tracing import DecisionChanged, FlowStep, TracedGraph, record_of
 from ..tracing.facts import describe_fact
 from ..tracing.tensordict import TensorDictProgram, is_tensordict_module, keyword_call
 from .backend import AutoBackend, Backend, ConcreteBackend, EntryHooks, TracingBackend
-from .check import GraphCheck, RandomState
+from .check import GraphCheck, RandomState, own_error
 from .dispatch import Entry, Method, Signature
 from .export_backend import ExportBackend, TorchScriptBackend
 
@@ -188,6 +189,30 @@ class MethodTable:
             if m.source is None
         }
 
+    def why_not_bendable(self, patterns: Sequence[str]) -> str:
+        """``"; 'a' of forward is ..."``: why activations ``patterns`` match cannot be bent
+        (values that are not one tensor), or ``""``."""
+        for method in self._methods.values():
+            if method.current is None or method.source is not None:
+                continue
+            entry = method.current
+            tensors = {n.name for n in entry.nodes(True)}
+            for node in entry.nodes(False):
+                if node.name in tensors:
+                    continue
+                if any(isinstance(p, str) and p and re.match(p, node.name) for p in patterns):
+                    items = [u.name for u in node.users if u.name in tensors]
+                    shape = record_of(node).shape
+                    shapes = ", ".join(
+                        str(tuple(s)) if isinstance(s, torch.Size) else str(s) for s in shape
+                    )
+                    return (
+                        f"; {node.name!r} of {method.name} is not one tensor but a "
+                        f"{type(shape).__name__} of shapes {shapes}: bend the tensors taken "
+                        "from it instead" + (f" ({', '.join(items)})" if items else "")
+                    )
+        return ""
+
     # -- tracing ---------------------------------------------------------------------------------
 
     def trace(
@@ -238,20 +263,35 @@ class MethodTable:
         backend: Backend | None = None,
     ) -> tuple[Entry, TracedGraph]:
         backend = backend or self.backend
-        if not isinstance(backend, AutoBackend):
-            return self._trace_with(backend, method, inputs, keep)
-        backends, failures = backend.backends, []
-        for each in backends:
-            try:
-                return self._trace_with(each, method, inputs, keep)
-            except GuardError:
+        try:
+            if not isinstance(backend, AutoBackend):
+                return self._trace_with(backend, method, inputs, keep)
+            backends, failures = backend.backends, []
+            for each in backends:
+                try:
+                    return self._trace_with(each, method, inputs, keep)
+                except GuardError:
+                    raise
+                except Exception as e:
+                    failures.append(f"{each.name} backend: {type(e).__name__}: {e}")
+            raise TracingError(
+                f"{self.owner}.{method.name}: no tracing backend could trace it.\n- "
+                + "\n- ".join(failures)
+            )
+        except GuardError:
+            raise
+        except Exception:
+            # The module may refuse these inputs itself: then say so with its own message,
+            # which a trace formats with proxies (`got [Proxy(getitem), ...]`).
+            own = None
+            if method.source is None and not isinstance(self.module, torch.jit.ScriptModule):
+                own = own_error(self.root(), method.name, inputs, self.hooks.generators())
+            if own is None:
                 raise
-            except Exception as e:
-                failures.append(f"{each.name} backend: {type(e).__name__}: {e}")
-        raise TracingError(
-            f"{self.owner}.{method.name}: no tracing backend could trace it.\n- "
-            + "\n- ".join(failures)
-        )
+            raise TracingError(
+                f"{self.owner}.{method.name} itself raises on these inputs (run without "
+                f"torchbend): {type(own).__name__}: {own}"
+            ) from own
 
     def _trace_with(
         self, backend: TracingBackend, method: Method, inputs: dict[str, Any], keep: bool
@@ -259,8 +299,11 @@ class MethodTable:
         def on_value(node: torch.fx.Node, value: Any) -> Any:
             return self.hooks.bend_value(method.name, node, value)
 
-        state = RandomState(self.hooks.generators()) if self.check else None
-        result = backend.trace(self.root(), method.name, inputs, on_value)
+        # A trace draws from the generators (seeded bendings, random ops) like a call would:
+        # it is put back, so that a new graph leaves what later calls draw as it was.
+        state = RandomState(self.hooks.generators())
+        with state.replayed():
+            result = backend.trace(self.root(), method.name, inputs, on_value)
         training = self.module.training
         for entry in method.entries:
             if entry.same_decisions(result, training):
@@ -274,7 +317,7 @@ class MethodTable:
             raise GuardError(self._describe_change(method, result, inputs))
         self.hooks.attach(method, entry)
         self.hooks.build(method, entry)
-        if state is not None:
+        if self.check:
             GraphCheck(backend, self.hooks, self.root(), method, entry, inputs, state).run()
         if not keep:
             return entry, result
@@ -363,7 +406,7 @@ class MethodTable:
             entry = method.entries[0]
             if changed is not None:
                 step = entry.result.flow_steps[changed[1].step]
-                change = f"decision {step.kind} '{step.name}' at {step.file} differs from the traced"
+                change = f"decision {step.kind} '{step.name}' at {step.file} differs"
             else:
                 change = entry.mismatch(inputs) or "they differ from the traced ones"
             raise TracingError(

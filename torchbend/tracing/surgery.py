@@ -19,6 +19,7 @@ __all__ = [
     "SLOTS",
     "copy_graph",
     "cut_from",
+    "decisions_only",
     "insert_slots",
     "is_slot",
     "keep_until",
@@ -155,6 +156,30 @@ def _inputs_of(nodes: Iterable[torch.fx.Node]) -> set[torch.fx.Node]:
             found.add(node)
             stack.extend(node.all_input_nodes)
     return found
+
+
+def decisions_only(graph: torch.fx.Graph, name: str) -> list[torch.fx.Node] | None:
+    """If node ``name`` only reaches what ``graph`` returns through checks of decisions (an
+    ``if`` on its sum), those checks: bending it changes nothing, since checks read traced
+    values. ``None`` if its value reaches the output or an in-place write."""
+    start = next((n for n in graph.nodes if n.name == name), None)
+    if start is None:
+        return None
+    guards: list[torch.fx.Node] = []
+    seen: set[torch.fx.Node] = set()
+    stack = [start]
+    while stack:
+        for user in stack.pop().users:
+            if user in seen:
+                continue
+            seen.add(user)
+            if is_guard(user):
+                guards.append(user)
+            elif user.op == "output" or _has_effect(user):
+                return None
+            else:
+                stack.append(user)
+    return guards
 
 
 def strip_guards(graph: torch.fx.Graph) -> int:
