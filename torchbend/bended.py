@@ -5,6 +5,7 @@ Each job belongs to a part it delegates to (``torchbend/parts/``, see docs/archi
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
@@ -91,6 +92,9 @@ class BendedModule(nn.Module):
             )
         super().__init__()
         self.module = module
+        self._lock = threading.RLock()
+        """Held by calls and by every change of state, so that an ``update`` (or a ``bend``)
+        from another thread lands between two calls, never inside one."""
         self._weights = weights = WeightBank(weight_holder(module))
         self._bendings = bendings = BendingSet(type(module).__name__, lambda: weights.view)
         self.callbacks = bendings.callbacks
@@ -122,13 +126,14 @@ class BendedModule(nn.Module):
         the module's (spelled ``_backend`` when ``fn`` has an argument named ``backend``);
         :meth:`traced_by` says which one traced.
         """
-        return_out = bool(inputs.pop("_return_out", return_out))
-        backend = inputs.pop("_backend", None)
-        if backend is None and "backend" not in self._methods.method(fn).signature.names:
-            backend = inputs.pop("backend", None)
-        override = None if backend is None else self._backend_named(backend)
-        entry, result = self._methods.trace(fn, inputs, override)
-        return (entry.graph, result.outputs) if return_out else entry.graph
+        with self._lock:
+            return_out = bool(inputs.pop("_return_out", return_out))
+            backend = inputs.pop("_backend", None)
+            if backend is None and "backend" not in self._methods.method(fn).signature.names:
+                backend = inputs.pop("backend", None)
+            override = None if backend is None else self._backend_named(backend)
+            entry, result = self._methods.trace(fn, inputs, override)
+            return (entry.graph, result.outputs) if return_out else entry.graph
 
     def traced_by(self, fn: str = "forward") -> str:
         """The backend that traced the graph ``fn`` runs now (``"concrete"``, ``"export"``,
@@ -146,10 +151,11 @@ class BendedModule(nn.Module):
     def call(self, fn: str, /, *args: Any, **kwargs: Any) -> Any:
         """Call method ``fn``: its bended graph if traced, else the module's method with the
         bended weights."""
-        out = self._methods.call(fn, args, kwargs)
-        if self._board.ramping:
-            self._board.advance()
-        return out
+        with self._lock:
+            out = self._methods.call(fn, args, kwargs)
+            if self._board.ramping:
+                self._board.advance()
+            return out
 
     def __getattr__(self, name: str) -> Any:
         # Methods of the wrapped module (``bended.encode(x)``) run bended; nothing else is
@@ -176,35 +182,38 @@ class BendedModule(nn.Module):
         they were given. Returns the bent keys: weight names, and ``"<method>:<node>"``.
         ``callback`` may also be a :class:`BendingConfig`, whose bendings are applied in order.
         """
-        if isinstance(callback, BendingConfig):
-            if patterns:
-                raise SelectionError("bend(config) takes no patterns: the config holds them")
-            keys: list[str] = []
-            for item in callback:
-                keys += [
-                    k for k in self.bend(item.callback, *item.patterns, fn=item.fn) if k not in keys
-                ]
-            return keys
-        check_callback(callback, patterns, self.weight_names)
-        fns = fn if fn is None or isinstance(fn, str) else tuple(fn)
-        selection = self._select(patterns, fns)
-        self._board.check(callback)
-        originals = {w: self._weights.original(w) for w in selection.weights}
-        bending = self._bendings.add(callback, patterns, fns, selection, originals)
-        bent = dict(self._weights.bent)
-        try:
-            for method, entry in self._methods.entries():
-                self._bendings.attach_one(bending, method, entry)
-            if bending.weights:
-                self._weights.rebend(bending.weights)
-            self._methods.rebuild(list(bending.activations))
-        except BaseException:  # all or nothing: the module is left as it was
-            self._bendings.remove(bending)
-            self._weights.set(bent)
-            self._methods.rebuild(list(bending.activations))
-            raise
-        self._bendings.warnings_for(bending, self._methods.entries())
-        return selection.keys()
+        with self._lock:
+            if isinstance(callback, BendingConfig):
+                if patterns:
+                    raise SelectionError("bend(config) takes no patterns: the config holds them")
+                keys: list[str] = []
+                for item in callback:
+                    keys += [
+                        k
+                        for k in self.bend(item.callback, *item.patterns, fn=item.fn)
+                        if k not in keys
+                    ]
+                return keys
+            check_callback(callback, patterns, self.weight_names)
+            fns = fn if fn is None or isinstance(fn, str) else tuple(fn)
+            selection = self._select(patterns, fns)
+            self._board.check(callback)
+            originals = {w: self._weights.original(w) for w in selection.weights}
+            bending = self._bendings.add(callback, patterns, fns, selection, originals)
+            bent = dict(self._weights.bent)
+            try:
+                for method, entry in self._methods.entries():
+                    self._bendings.attach_one(bending, method, entry)
+                if bending.weights:
+                    self._weights.rebend(bending.weights)
+                self._methods.rebuild(list(bending.activations))
+            except BaseException:  # all or nothing: the module is left as it was
+                self._bendings.remove(bending)
+                self._weights.set(bent)
+                self._methods.rebuild(list(bending.activations))
+                raise
+            self._bendings.warnings_for(bending, self._methods.entries())
+            return selection.keys()
 
     def bended_keys(self) -> list[str]:
         """Every bent target: weight names, then ``"<method>:<node>"`` activations."""
@@ -234,12 +243,13 @@ class BendedModule(nn.Module):
     def reset(self) -> None:
         """Remove every bending: outputs are again those of the active version (the wrapped
         module's own by default), bit for bit."""
-        self._bendings.clear()
-        self._board.clear()
-        # The active version's own weights (a mix left by interpolate() without `with` too).
-        self._weights.set_base(self._weights.base_of(self._weights.active))
-        self._weights.set({})
-        self._methods.rebuild()
+        with self._lock:
+            self._bendings.clear()
+            self._board.clear()
+            # The active version's own weights (a mix left by interpolate() without `with` too).
+            self._weights.set_base(self._weights.base_of(self._weights.active))
+            self._weights.set({})
+            self._methods.rebuild()
 
     def capture(self) -> Restore:
         """Start every :class:`~torchbend.Capture` bending of this model; ``with`` stops them."""
@@ -263,8 +273,9 @@ class BendedModule(nn.Module):
         returns a TensorDict with the activations' common batch size. ``save_as`` keeps the
         truncated graph as a new method (``bended.<save_as>(**inputs)``), bent like ``fn``.
         """
-        values = get_activations(self._methods, patterns, fn, inputs, bended, save_as)
-        return to_tensordict(values) if as_tensordict else values
+        with self._lock:
+            values = get_activations(self._methods, patterns, fn, inputs, bended, save_as)
+            return to_tensordict(values) if as_tensordict else values
 
     def from_activations(
         self,
@@ -280,7 +291,8 @@ class BendedModule(nn.Module):
         still used past them must be given in ``values`` too. ``save_as`` keeps the cut graph
         as a new method, e.g. ``save_as="decode_from_latent"``.
         """
-        return from_activations(self._methods, names, fn, values, bended, save_as)
+        with self._lock:
+            return from_activations(self._methods, names, fn, values, bended, save_as)
 
     # -- controls --------------------------------------------------------------------------------
 
@@ -297,7 +309,8 @@ class BendedModule(nn.Module):
         weight bendings that depend on the control are recomputed once, only for the weights
         they bend (crossfaded over ``ramp`` calls if the control has a ramp).
         """
-        self._board.update(name, value, ramp)
+        with self._lock:
+            self._board.update(name, value, ramp)
 
     # -- versions --------------------------------------------------------------------------------
 
@@ -313,7 +326,8 @@ class BendedModule(nn.Module):
 
     def write(self, version: str) -> None:
         """Freeze the current weights (bendings included) into version ``version``."""
-        self._weights.write(version)
+        with self._lock:
+            self._weights.write(version)
 
     def create_version(
         self, version: str, weights: dict[str, torch.Tensor] | nn.Module, strict: bool = True
@@ -321,11 +335,13 @@ class BendedModule(nn.Module):
         """Import another checkpoint with the same weight names as version ``version``
         (``strict=False`` keeps the originals for weights it lacks)."""
         state = weights.state_dict() if isinstance(weights, nn.Module) else dict(weights)
-        self._weights.import_version(version, state, strict)
+        with self._lock:
+            self._weights.import_version(version, state, strict)
 
     def set_version(self, version: str) -> Restore:
         """Apply bendings to version ``version``; as a context manager, switch back after."""
-        return Restore(self._weights.rebase(version, self._weights.base_of(version)))
+        with self._lock:
+            return Restore(self._weights.rebase(version, self._weights.base_of(version)))
 
     def interpolate(self, original: float | None = None, /, **weights: float) -> Restore:
         """Within ``with``, bend a normalized weighted mix of versions' weights:
@@ -333,21 +349,33 @@ class BendedModule(nn.Module):
         positional weight) and version ``crazy`` half and half."""
         if original is not None:
             weights = {WeightBank.ORIGINAL: original, **weights}
-        return Restore(self._weights.rebase(self._weights.active, self._weights.mix(weights)))
+        with self._lock:
+            return Restore(self._weights.rebase(self._weights.active, self._weights.mix(weights)))
 
     # -- nn.Module behaviour -----------------------------------------------------------------------
 
     def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> Any:
-        super()._apply(fn, recurse)
-        self._weights.apply(fn)
-        self._methods.map_constants(fn)
-        self._methods.rebuild()
+        with self._lock:
+            super()._apply(fn, recurse)
+            self._weights.apply(fn)
+            self._methods.map_constants(fn)
+            self._methods.rebuild()
         return self
 
     def train(self, mode: bool = True) -> BendedModule:
-        super().train(mode)
-        self._weights.refresh()
+        with self._lock:
+            super().train(mode)
+            self._weights.refresh()
         return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_lock"]  # a lock cannot be copied or pickled: each copy gets its own
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._lock = threading.RLock()
 
     def bended_state_dict(self) -> dict[str, torch.Tensor]:
         """The wrapped module's state dict with bent weights in place of the originals."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -164,6 +165,21 @@ class TracedGraph(torch.fx.Graph):
         self.concrete_inputs = concrete_inputs
         self.outputs = outputs
         self.runtime_guards = runtime_guards
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TracedGraph:
+        # torch.fx.Graph's own deepcopy makes a plain Graph: the records would be lost.
+        new = TracedGraph(
+            self,
+            copy.deepcopy(self.constants, memo),
+            list(self.flow_steps),
+            self.guard_facts,
+            self.concrete_inputs,
+            None,  # the example outputs stay with the graph they were traced for
+            self.runtime_guards,
+        )
+        new.module_state = copy.deepcopy(self.module_state, memo)
+        new.grad_mode, new.accepts = self.grad_mode, self.accepts
+        return new
 
     def __repr__(self) -> str:
         return (
