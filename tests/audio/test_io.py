@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -50,9 +51,42 @@ def test_resampling_on_load_and_save(tmp_path: Path) -> None:
     torch.testing.assert_close(back[:, 2000:-2000], x[:, 2000:-2000], atol=2e-3, rtol=0)
 
 
-def test_clipping(tmp_path: Path) -> None:
-    audio.save(tmp_path / "a.wav", torch.full((1, 100), 3.0), 44100)
+def test_clipping_warns(tmp_path: Path) -> None:
+    x = torch.zeros(1, 100)
+    x[0, :10] = 3.0
+    with pytest.warns(UserWarning, match=r"10 of 100 samples are beyond \[-1, 1\] \(peak 3\)"):
+        audio.save(tmp_path / "a.wav", x, 44100)
     assert audio.load(tmp_path / "a.wav")[0].max() <= 1.0
+
+
+@pytest.mark.parametrize("ext", [".wav", ".flac", ".ogg"])
+def test_nan_and_inf_are_written_as_silence_with_a_warning(tmp_path: Path, ext: str) -> None:
+    x = sine(1, 0.1)
+    x[0, 100] = float("nan")
+    x[0, 200:203] = float("inf")
+    x[0, 300] = -float("inf")
+    with pytest.warns(UserWarning, match=r"5 of 4410 samples are NaN or infinite; writing them"):
+        audio.save(tmp_path / f"a{ext}", x, 44100)
+    y, _ = audio.load(tmp_path / f"a{ext}")
+    assert torch.isfinite(y).all() and y.abs().max() <= 1.0
+    if ext != ".ogg":  # lossless: the bad samples are silent, the others as they were
+        assert y[0, 100] == 0 and (y[0, 200:203] == 0).all() and y[0, 300] == 0
+        keep = torch.isfinite(x)
+        torch.testing.assert_close(y[keep], x[keep], atol=1e-4, rtol=0)
+
+
+def test_nan_does_not_spread_through_resampling(tmp_path: Path) -> None:
+    x = sine(1, 0.1)
+    x[0, 100] = float("nan")
+    with pytest.warns(UserWarning, match="NaN or infinite"):
+        audio.save(tmp_path / "a.wav", x, 44100, file_sample_rate=22050)
+    assert torch.isfinite(audio.load(tmp_path / "a.wav")[0]).all()
+
+
+def test_audio_in_range_saves_without_a_warning(tmp_path: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        audio.save(tmp_path / "a.flac", sine(), 44100)
 
 
 def test_missing_file(tmp_path: Path) -> None:

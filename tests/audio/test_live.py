@@ -144,13 +144,86 @@ def test_write_maps_channels() -> None:
     import numpy as np
 
     out = np.zeros((4, 2), dtype=np.float32)
-    write(out, torch.ones(1, 4))
+    assert write(out, torch.ones(1, 4)) == (0, 0)
     assert (out == 1).all()
-    write(out, torch.arange(12.0).reshape(3, 4))
-    assert (out[:, 1] == [4, 5, 6, 7]).all()
+    write(out, torch.arange(12.0).reshape(3, 4) / 16)
+    assert (out[:, 1] == np.array([4, 5, 6, 7], dtype=np.float32) / 16).all()
     out = np.ones((4, 3), dtype=np.float32)
-    write(out, torch.ones(2, 4) * 2)
-    assert (out[:, :2] == 2).all() and (out[:, 2] == 0).all()
+    write(out, torch.ones(2, 4) * 0.5)
+    assert (out[:, :2] == 0.5).all() and (out[:, 2] == 0).all()
+
+
+def test_write_limits_what_reaches_the_card() -> None:
+    import numpy as np
+
+    out = np.zeros((4, 2), dtype=np.float32)
+    y = torch.tensor([[0.5, float("nan"), 3.0, -float("inf")], [-2.0, 0.25, float("inf"), 1.0]])
+    assert write(out, y) == (3, 2)
+    assert out.T.tolist() == [[0.5, 0.0, 1.0, 0.0], [-1.0, 0.25, 0.0, 1.0]]
+
+
+class FakeCard:
+    """sounddevice, as far as live uses it: a stream that runs its callback ``blocks`` times
+    when it starts, keeping what the callback wrote."""
+
+    def __init__(self, blocks: int) -> None:
+        self.blocks = blocks
+        self.written: list[Any] = []
+
+    def query_devices(self, *args: Any, **kwargs: Any) -> str:
+        return "fake card"
+
+    def Stream(self, **settings: Any) -> Any:  # sounddevice's name
+        import contextlib
+
+        import numpy as np
+
+        card = self
+
+        @contextlib.contextmanager
+        def stream() -> Iterator[None]:
+            frames, channels = settings["blocksize"], settings["channels"]
+            for _ in range(card.blocks):
+                outdata = np.full((frames, channels), 7.0, dtype=np.float32)
+                indata = np.zeros((frames, channels), dtype=np.float32)
+                settings["callback"](indata, outdata, frames, None, None)
+                card.written.append(outdata)
+            yield
+
+        return stream()
+
+
+class Loud(nn.Module):
+    """Writes NaN, infinities and overs into its output."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x.clone()
+        y[..., 0] = float("nan")
+        y[..., 1] = float("inf")
+        y[..., 2] = 4.0
+        y[..., 3] = 0.5
+        return y
+
+
+def test_live_never_sends_nan_or_overs_and_counts_them(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    card = FakeCard(blocks=3)
+    monkeypatch.setitem(sys.modules, "sounddevice", card)
+    caplog.set_level(logging.WARNING, logger="torchbend.audio.live")
+    stats = live(tb.BendedModule(Loud()), block_size=BLOCK, duration=0.0)
+    assert len(card.written) == 3
+    for block in card.written:
+        assert block[:4, 0].tolist() == [0.0, 0.0, 1.0, 0.5] and (block[4:] == 0).all()
+    assert (stats.blocks, stats.limited, stats.nonfinite, stats.clipped) == (3, 3, 6, 3)
+    assert "output limited in 3 blocks (6 NaN or infinite samples silenced, 3 clipped" in str(stats)
+    assert "limited in 3 blocks" in caplog.text
+
+
+def test_stats_of_a_clean_stream_do_not_mention_the_limiter() -> None:
+    stream = Stream(nn.Identity(), block_size=BLOCK)
+    stream.process_block(torch.zeros(1, BLOCK))
+    assert stream.stats.limited == 0 and "limited" not in str(stream.stats)
 
 
 NULL_DEVICE_HELP = (

@@ -225,3 +225,66 @@ def test_a_failed_export_leaves_the_module_as_it_was(tmp_path):
     assert {k: v for k, v in bended.state_dict().items()}.keys() == state.keys()
     assert all(torch.equal(v, state[k]) for k, v in bended.state_dict().items())
     assert not (tmp_path / "x.ts").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"sample_rate": 0}, r"sample_rate must be 1000 to 768000 Hz, got 0"),
+        ({"sample_rate": -44100}, r"sample_rate must be 1000 to 768000 Hz, got -44100"),
+        ({"sample_rate": 10**9}, r"sample_rate must be 1000 to 768000 Hz"),
+        ({"sample_rate": 44100.5}, r"sample_rate must be a whole number of Hz, got 44100.5"),
+        ({"sample_rate": "44100"}, r"sample_rate must be a whole number of Hz, got '44100'"),
+        ({"sample_rate": True}, r"sample_rate must be a whole number of Hz, got True"),
+        ({"min_buffer_size": 0}, r"min_buffer_size must be 1 to 8192 samples, got 0"),
+        ({"min_buffer_size": 100}, r"min_buffer_size must be a power of two .* got 100"),
+        ({"params": {"forward": [1, 1.5, 2, 16]}}, r"params\['forward'\] must be a whole"),
+        ({"params": {"forward": "1 1 2 16"}}, r"params\['forward'\] must be \[in_channels"),
+        ({"params": {"decode": [1, 1, 2, 16]}}, r"params given for \['decode'\], which are not"),
+        ({"input_labels": {"forward": "audio"}}, r"input_labels\['forward'\] must be a list"),
+        ({"methods": [1]}, r"methods must be names of methods, got \[1\]"),
+    ],
+)
+def test_arguments_out_of_their_bounds_are_refused(tmp_path, options, message):
+    with pytest.raises(ExportError, match=message):
+        nntilde(bended_encoder(16), tmp_path / "x.ts", **options)
+    assert not (tmp_path / "x.ts").exists()
+
+
+def test_methods_and_sample_rate_may_be_given_plainly(tmp_path):
+    report = nntilde(bended_encoder(16), tmp_path / "x.ts", "forward", sample_rate=48000.0)
+    assert [m.name for m in report.methods] == ["forward"] and report.sample_rate == 48000
+
+
+def test_a_plain_module_needs_params_and_is_then_wrapped(tmp_path):
+    torch.manual_seed(0)
+    model = Encoder(16)
+    with pytest.raises(ExportError, match=r"plain Encoder.*tb.BendedModule\(model\).*params="):
+        nntilde(model, tmp_path / "x.ts")
+    report = nntilde(model, tmp_path / "x.ts", params={"forward": [1, 1, 2, 16]})
+    assert report.methods[0].out_ratio == 16
+    x = torch.randn(1, 1, 64)
+    with torch.no_grad():
+        assert torch.equal(torch.jit.load(str(tmp_path / "x.ts"))(x), model(x))
+    with pytest.raises(ExportError, match=r"exports a tb.BendedModule .* got function"):
+        nntilde(lambda x: x, tmp_path / "y.ts")  # type: ignore[arg-type]
+
+
+class WithOptions(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(1, 2, 3, padding=1)
+
+    def forward(self, x: torch.Tensor, gain: float = 1.0, mask: torch.Tensor | None = None):
+        y = self.conv(x) * gain
+        return y if mask is None else y * mask
+
+
+def test_extra_arguments_with_defaults_keep_them(tmp_path):
+    bended = tb.BendedModule(WithOptions())
+    bended.trace(x=torch.randn(1, 1, 64))
+    report = nntilde(bended, tmp_path / "x.ts")
+    assert report.methods[0].out_channels == 2
+    x = torch.randn(1, 1, 64)
+    with torch.no_grad():
+        assert torch.equal(torch.jit.load(str(tmp_path / "x.ts"))(x), bended(x))

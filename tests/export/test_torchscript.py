@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import textwrap
@@ -217,3 +218,130 @@ def test_weight_bendings_driven_by_a_control(make):
         bended.update("amount", value)
         with torch.no_grad():
             assert torch.equal(scripted(x), bended(x)), value
+
+
+class Options(nn.Module):
+    """Methods with non-tensor and optional arguments, with defaults."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(1, 2, 3, padding=1)
+
+    def forward(self, x: torch.Tensor, gain: float = 1.0, mask: torch.Tensor | None = None):
+        y = torch.tanh(self.conv(x)) * gain
+        if mask is not None:
+            y = y * mask
+        return y
+
+    def encode(
+        self,
+        x: torch.Tensor,
+        k: int = 1,
+        mode: str = "tanh",
+        flip: bool = False,
+        size: int | None = None,
+        dims: tuple[int, int] = (1, 2),
+        offset: float = -math.inf,
+    ):
+        y = self.conv(x)[:, :k] + (0.0 if math.isinf(offset) else offset)
+        y = torch.tanh(y) if mode == "tanh" else torch.sigmoid(y)
+        if flip:
+            y = y.flip(-1)
+        if size is not None:
+            y = y[..., :size]
+        return y.sum(dims[0], keepdim=True)
+
+    def untyped(self, x, gain=1.0, mask=None):
+        y = self.conv(x) * gain
+        return y if mask is None else y * mask
+
+
+def bended_options(**forward: torch.Tensor) -> tb.BendedModule:
+    torch.manual_seed(0)
+    bended = tb.BendedModule(Options())
+    bended.trace(x=torch.randn(1, 1, 16), **forward)
+    bended.trace("encode", x=torch.randn(1, 1, 16))
+    bended.trace("untyped", x=torch.randn(1, 1, 16), **forward)
+    bended.bend(tb.Scale(tb.BendingParameter("amount", 0.5, range=(0.0, 2.0))), "tanh$")
+    return bended
+
+
+def test_methods_keep_argument_types_and_defaults(tmp_path):
+    bended = bended_options()
+    path = tmp_path / "options.pt"
+    torchscript(bended, path)
+    loaded = torch.jit.load(str(path))
+    assert str(loaded.forward.schema).endswith(
+        "Tensor x, float gain=1., Tensor? mask=None) -> Tensor"
+    )
+    assert 'int k=1, str mode="tanh", bool flip=False, int? size=None, (int, int) dims=(1, 2)' in (
+        str(loaded.encode.schema)
+    )
+    assert "Tensor x, float gain=1., Tensor? mask=None" in str(loaded.untyped.schema)
+    x = torch.randn(3, 1, 24)
+    with torch.no_grad():
+        for scripted in (torchscript(bended), loaded):
+            assert torch.equal(scripted(x), bended(x))
+            assert torch.equal(scripted(x, 2.5), bended(x, 2.5))
+            assert torch.equal(scripted(x, gain=0.5, mask=None), bended(x, gain=0.5))
+            assert torch.equal(scripted.encode(x), bended.encode(x))
+            assert torch.equal(scripted.encode(x, 2, "tanh"), bended.encode(x, 2, "tanh"))
+            assert torch.equal(scripted.untyped(x, 3.0), bended.untyped(x, 3.0))
+
+
+def test_an_optional_traced_with_a_value_takes_one():
+    mask = torch.rand(1, 2, 16)
+    bended = bended_options(mask=mask)
+    scripted = torchscript(bended)
+    x = torch.randn(1, 1, 16)
+    with torch.no_grad():
+        assert torch.equal(scripted(x, 2.0, mask), bended(x, 2.0, mask))
+        assert torch.equal(scripted.untyped(x, mask=mask), bended.untyped(x, mask=mask))
+    with pytest.raises(torch.jit.Error, match=r"exported for a mask .* got None"):
+        scripted(x)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s, x: s(x, mask=torch.ones(1, 2, 16)), "forward was exported for mask=None"),
+        (lambda s, x: s.encode(x, mode="sigmoid"), r"encode was exported for mode='tanh' only"),
+        (lambda s, x: s.encode(x, flip=True), "encode was exported for flip=False only"),
+        (lambda s, x: s.encode(x, size=4), "encode was exported for size=None"),
+        (lambda s, x: s.encode(x, dims=(2, 1)), r"encode was exported for dims=\(1, 2\) only"),
+    ],
+)
+def test_values_the_graph_was_not_traced_for_are_refused(call, message):
+    scripted = torchscript(bended_options())
+    with pytest.raises(torch.jit.Error, match=message):
+        call(scripted, torch.randn(1, 1, 16))
+
+
+class Unexportable(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(1, 2, 3, padding=1)
+
+    def forward(self, x: torch.Tensor, phase: complex = 1j):
+        return self.conv(x) * abs(phase)
+
+    def shifted(self, x: torch.Tensor, bias: torch.Tensor = torch.zeros(1)):  # noqa: B008
+        return self.conv(x) + bias
+
+    def scaled(self, x: torch.Tensor, *, gain: float = 1.0, k: int):
+        return self.conv(x) * gain * k
+
+
+@pytest.mark.parametrize(
+    ("method", "inputs", "message"),
+    [
+        ("forward", {}, r"argument 'phase' of Unexportable.forward: its type complex has no"),
+        ("shifted", {}, r"argument 'bias' of Unexportable.shifted: its default tensor"),
+        ("scaled", {"k": 2}, r"Unexportable.scaled: its argument 'k' has no default but"),
+    ],
+)
+def test_arguments_torchscript_cannot_take_are_named(method, inputs, message):
+    bended = tb.BendedModule(Unexportable())
+    bended.trace(method, x=torch.randn(1, 1, 8), **inputs)
+    with pytest.raises(ExportError, match=message):
+        torchscript(bended)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 
 import pytest
@@ -75,4 +76,68 @@ def test_bad_config(tmp_path: Path) -> None:
     path = tmp_path / "config.safetensors"
     save_file({"weight": torch.zeros(3)}, str(path), metadata={"config": '{"colour": 1}'})
     with pytest.raises(WeightsError, match=r"has a config the 'tiny_rave' model does not take"):
+        load(weights=path)
+
+
+def write_header(path: Path, header: dict[str, object], data: bytes = b"\0" * 16) -> Path:
+    """A safetensors file written by hand: its header claims what the test wants."""
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+    return path
+
+
+@pytest.mark.parametrize("end", [16, 4 * 2**40])
+def test_a_header_claiming_a_huge_tensor_is_refused_before_reading(
+    tmp_path: Path, end: int
+) -> None:
+    path = write_header(
+        tmp_path / "huge.safetensors",
+        {"encoder.0.weight": {"dtype": "F32", "shape": [2**20, 2**20], "data_offsets": [0, end]}},
+    )
+    with pytest.raises(
+        WeightsError,
+        match=r"huge.safetensors' does not fit model 'tiny_rave': tensor 'encoder.0.weight' is "
+        r"F32 of shape \[1048576, 1048576\] in the file, the model expects F32 of shape "
+        r"\[64, 16, 3\]",
+    ):
+        load(weights=path)
+
+
+def test_a_config_building_a_huge_model_is_refused_before_building(tmp_path: Path) -> None:
+    config = {"latent_size": 2**20, "hidden": [2**20, 2**20]}
+    path = write_header(
+        tmp_path / "config.safetensors", {"__metadata__": {"config": json.dumps(config)}}
+    )
+    with pytest.raises(WeightsError, match=r"builds a model larger than the file can fill"):
+        load(weights=path)
+
+
+def test_a_tensor_of_another_dtype_is_named(tmp_path: Path) -> None:
+    model = TinyRave()
+    state = {k: v.half() if k == "decoder.0.weight" else v for k, v in model.state_dict().items()}
+    path = tmp_path / "half.safetensors"
+    save_file(state, str(path), metadata={"config": json.dumps(model.config)})
+    with pytest.raises(WeightsError, match=r"'decoder.0.weight' is F16 of shape \[64, 16, 3\]"):
+        load(weights=path)
+
+
+def test_a_tensor_past_the_end_of_the_file_is_refused(tmp_path: Path) -> None:
+    path = save_model(TinyRave(), tmp_path / "short.safetensors")
+    path.write_bytes(path.read_bytes()[:-4])
+    with pytest.raises(WeightsError, match=r"short.safetensors' .* truncated .* ends at byte"):
+        load(weights=path)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "message"),
+    [
+        (b"\x01\x02", "too short"),
+        (struct.pack("<Q", 2**62), "its header claims 4611686018427387904 bytes"),
+        (struct.pack("<Q", 4) + b"[1] ", "not an object"),
+    ],
+)
+def test_malformed_headers(tmp_path: Path, prefix: bytes, message: str) -> None:
+    path = tmp_path / "bad.safetensors"
+    path.write_bytes(prefix)
+    with pytest.raises(WeightsError, match=rf"not a readable safetensors file \(.*{message}"):
         load(weights=path)

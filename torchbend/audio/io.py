@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ FORMATS = {".wav": "WAV", ".flac": "FLAC", ".ogg": "OGG"}
 """The file extensions :func:`load` and :func:`save` take, and their soundfile formats."""
 
 _SUBTYPES = {"WAV": "PCM_16", "FLAC": "PCM_16", "OGG": "VORBIS"}
+_FLOAT_SUBTYPES = {"FLOAT", "DOUBLE"}
+"""Subtypes that store samples beyond ``[-1, 1]``; the others clip them."""
 
 
 def _soundfile() -> Any:
@@ -133,8 +136,9 @@ def save(
 ) -> Path:
     """Write a ``[channels, time]`` tensor to an audio file; the extension picks the format.
 
-    WAV and FLAC are written as 16-bit PCM, OGG as Vorbis. Values outside ``[-1, 1]`` are
-    clipped.
+    WAV and FLAC are written as 16-bit PCM, OGG as Vorbis. Samples outside ``[-1, 1]`` are
+    clipped, with a warning saying how many; NaN and infinite samples are written as 0 (they
+    would otherwise become full-scale clicks or DC), with a warning too.
 
     Args:
         path (str | Path): the file, ending in ``.wav``, ``.flac`` or ``.ogg``; its folder
@@ -181,11 +185,31 @@ def save(
     fmt = _format_of(path)
     sf = _soundfile()
     audio = audio.detach().to("cpu", torch.float32)
+    finite = torch.isfinite(audio)
+    if not bool(finite.all()):
+        bad = int(audio.numel() - finite.sum())
+        warnings.warn(
+            f"save: {bad} of {audio.numel()} samples are NaN or infinite; writing them as 0 "
+            f"(silence) to {path.name}",
+            stacklevel=2,
+        )
+        audio = torch.where(finite, audio, torch.zeros(()))
     if rate != sample_rate:
         audio = resample(audio, sample_rate, rate)
-    data = audio.clamp(-1.0, 1.0).T.contiguous().numpy()
+    subtype = _SUBTYPES[fmt]
+    if subtype not in _FLOAT_SUBTYPES:
+        over = audio.abs() > 1.0
+        if bool(over.any()):
+            warnings.warn(
+                f"save: {int(over.sum())} of {audio.numel()} samples are beyond [-1, 1] (peak "
+                f"{float(audio.abs().max()):.3g}); {fmt} {subtype} clips them in {path.name}. "
+                "Scale the audio down (audio / audio.abs().max()) to keep them.",
+                stacklevel=2,
+            )
+        audio = audio.clamp(-1.0, 1.0)
+    data = audio.T.contiguous().numpy()
     try:
-        sf.write(str(path), data, rate, format=fmt, subtype=_SUBTYPES[fmt])
+        sf.write(str(path), data, rate, format=fmt, subtype=subtype)
     except (RuntimeError, TypeError, ValueError) as e:
         raise AudioError(f"cannot write audio file {str(path)!r} ({e})") from e
     return path

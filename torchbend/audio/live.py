@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -14,7 +16,7 @@ from ..errors import AudioError
 from .osc import OSCControl
 from .stream import Stream, StreamStats
 
-__all__ = ["import_sounddevice", "live", "write"]
+__all__ = ["import_sounddevice", "limit", "live", "write"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +55,8 @@ def live(
     ``None``. With ``osc_port``, an :class:`OSCControl` on ``127.0.0.1:osc_port`` changes
     controls and bendings, applied between blocks in the audio callback. An error in the
     model or a control is logged and gives a block of silence; it never stops the stream.
+    Nothing but finite samples in ``[-1, 1]`` reaches the sound card: NaN and infinite samples
+    are silenced and others clipped (:func:`limit`), and the stats count how often.
 
     Args:
         bended: a :class:`~torchbend.BendedModule` (or a plain module, without OSC).
@@ -69,7 +73,8 @@ def live(
             mono model); ``None``: as :class:`Stream` finds them.
 
     Returns:
-        The stream's :class:`StreamStats` (realtime factor, overruns, latency).
+        The stream's :class:`StreamStats` (realtime factor, overruns, latency, and the blocks
+        and samples the output limiter acted on).
 
     Raises:
         ImportError: sounddevice or python-osc is missing (``pip install 'torchbend[live]'``),
@@ -99,6 +104,7 @@ def live(
         osc = OSCControl(bended, osc_port).start()
     failures = [0]
     xruns = [0]
+    limited = [0, 0, 0]  # blocks, NaN or infinite samples, clipped samples
 
     def callback(indata: Any, outdata: Any, frames: int, _time: Any, status: Any) -> None:
         if status:
@@ -109,7 +115,11 @@ def live(
             if frames != block_size:
                 raise AudioError(f"the sound card gave {frames} frames, not {block_size}")
             y = stream.process_block(torch.from_numpy(indata.T.copy()))
-            write(outdata, y)
+            nonfinite, clipped = write(outdata, y)
+            if nonfinite or clipped:
+                limited[0] += 1
+                limited[1] += nonfinite
+                limited[2] += clipped
         except Exception:
             outdata.fill(0)
             failures[0] += 1
@@ -146,13 +156,20 @@ def live(
         logger.warning("live: %d blocks failed and played silence", failures[0])
     if xruns[0]:
         logger.warning("live: the sound card reported %d under/overflows", xruns[0])
-    return stream.stats
+    if limited[0]:
+        logger.warning(
+            "live: the output was limited in %d blocks: %d NaN or infinite samples silenced, "
+            "%d samples clipped to [-1, 1]",
+            *limited,
+        )
+    blocks, nonfinite, clipped = limited
+    return dataclasses.replace(stream.stats, limited=blocks, nonfinite=nonfinite, clipped=clipped)
 
 
-def write(outdata: Any, y: torch.Tensor) -> None:
+def write(outdata: Any, y: torch.Tensor) -> tuple[int, int]:
     """Write model output ``[out_channels, frames]`` to a card buffer ``[frames, channels]``:
     a mono output goes to every channel, extra output channels are dropped, missing ones
-    are silent."""
+    are silent. The buffer is then limited (:func:`limit`); returns its counts."""
     channels = outdata.shape[1]
     out = y.detach().to("cpu", torch.float32).numpy()
     if out.shape[0] == 1:
@@ -162,3 +179,25 @@ def write(outdata: Any, y: torch.Tensor) -> None:
     else:
         outdata.fill(0)
         outdata[:, : out.shape[0]] = out.T
+    return limit(outdata)
+
+
+def limit(block: np.ndarray) -> tuple[int, int]:
+    """Make ``block`` safe for a sound card, in place: NaN and infinite samples become 0 and
+    the others are clipped to ``[-1, 1]`` (a hard clip: it never changes samples within).
+
+    Returns:
+        ``(nonfinite, clipped)``: how many samples were silenced, and how many clipped.
+
+    >>> block = np.array([[0.5, np.nan], [2.0, -np.inf]], dtype=np.float32)
+    >>> limit(block), block.tolist()
+    ((2, 1), [[0.5, 0.0], [1.0, 0.0]])
+    """
+    finite = np.isfinite(block)
+    nonfinite = int(block.size - np.count_nonzero(finite))
+    if nonfinite:
+        block[~finite] = 0.0
+    clipped = int(np.count_nonzero(np.abs(block) > 1.0))
+    if clipped:
+        np.clip(block, -1.0, 1.0, out=block)
+    return nonfinite, clipped

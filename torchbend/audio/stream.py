@@ -46,6 +46,13 @@ class StreamStats:
     """Longest compute time of a block, in seconds."""
     last_time: float
     """Compute time of the last block, in seconds."""
+    limited: int = 0
+    """Blocks whose output :func:`~torchbend.audio.live` limited before the sound card: NaN or
+    infinite samples silenced, or samples clipped to ``[-1, 1]``."""
+    nonfinite: int = 0
+    """NaN or infinite output samples :func:`~torchbend.audio.live` wrote as 0."""
+    clipped: int = 0
+    """Output samples beyond ``[-1, 1]`` :func:`~torchbend.audio.live` clipped to it."""
 
     @property
     def budget(self) -> float:
@@ -65,13 +72,19 @@ class StreamStats:
         return 1000.0 * self.latency / self.sample_rate
 
     def __str__(self) -> str:
-        return (
+        text = (
             f"{self.blocks} blocks of {self.block_size} at {self.sample_rate} Hz: "
             f"{self.realtime_factor:.1f}x realtime (median {1000 * self.median_time:.2f} ms, "
             f"max {1000 * self.max_time:.2f} ms, budget {1000 * self.budget:.2f} ms), "
             f"{self.overruns} overruns, latency {self.latency} samples "
             f"({self.latency_ms:.1f} ms)"
         )
+        if self.limited:
+            text += (
+                f", output limited in {self.limited} blocks ({self.nonfinite} NaN or infinite "
+                f"samples silenced, {self.clipped} clipped to [-1, 1])"
+            )
+        return text
 
 
 class Stream:

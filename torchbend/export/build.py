@@ -126,6 +126,13 @@ def _graph(
         )
     constants = {k: v.clone() for k, v in entry.result.constants.items()}
     gm = build_graph_module(entry.result, view, slots, f"Exported_{method}", constants)
+    # The graph takes its arguments as the exported method passes them: all of them, typed
+    # as they were traced (an ``Optional`` traced with a value is checked and passed as one).
+    graph_types = {a.name: a.graph_type for a in plan.arguments[method]}
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            node.type, node.args = graph_types[str(node.target)], ()
+    gm.recompile()
     # The export runs without autograd on weights of its own: static channel bendings are
     # folded into the layers that read them, as bended graphs do when streaming.
     fold_slots(gm, view)
@@ -153,8 +160,15 @@ def script(
     """Script ``container`` and define its methods (``getters="tuple"``: nn~'s getters;
     ``extra``: more TorchScript source, such as nn~'s contract)."""
     scripted = _script(container)
-    # ``define`` resolves the names the source uses (``math``) in this function's globals.
-    scripted.define(methods_source(plan, getters) + extra)
+    source = methods_source(plan, getters) + extra
+    try:
+        # ``define`` resolves the names the source uses (``math``) in this function's globals.
+        scripted.define(source)
+    except Exception as e:
+        raise ExportError(
+            f"TorchScript could not compile the methods of the exported {plan.bended.owner} "
+            f"({', '.join(plan.methods)}): {error_summary(e)}"
+        ) from e
     return scripted
 
 

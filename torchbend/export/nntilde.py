@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -11,9 +12,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
+from ..bended import BendedModule
 from ..errors import ExportError, TracingError
 from ..tracing.facts import describe_fact
 from ..tracing.records import record_of
+from .arguments import MISSING, ExportedArgument
 from .build import build, script
 from .check import (
     MAX_BUFFER_SIZE,
@@ -22,28 +25,34 @@ from .check import (
     buffer_sizes,
     check_nntilde,
     check_params,
+    is_power_of_two,
 )
 from .plan import ExportPlan
 from .source import contract_source
 from .torchscript import save
 
 if TYPE_CHECKING:
-    from ..bended import BendedModule
     from ..parts.dispatch import Entry
     from ..parts.view import BendedView
 
-__all__ = ["TYPE_HASH", "nntilde"]
+__all__ = ["MAX_SAMPLE_RATE", "MIN_SAMPLE_RATE", "TYPE_HASH", "nntilde"]
 
 TYPE_HASH = {"bool": 0, "int": 1, "float": 2, "str": 3, "tensor": 4}
 """nn~'s codes for attribute types, as in its ``<attribute>_params`` buffers."""
+
+MIN_SAMPLE_RATE = 1_000
+"""The lowest sample rate :func:`nntilde` takes, in Hz."""
+
+MAX_SAMPLE_RATE = 768_000
+"""The highest sample rate :func:`nntilde` takes, in Hz (the fastest sound cards')."""
 
 RESERVED = {"sr", "get_methods", "get_attributes", "get_sample_rate", "set_sample_rate"}
 
 
 def nntilde(
-    bended: BendedModule,
+    bended: BendedModule | torch.nn.Module,
     path: str | Path,
-    methods: Sequence[str] | None = None,
+    methods: Sequence[str] | str | None = None,
     sample_rate: int | None = None,
     *,
     params: Mapping[str, Sequence[int]] | None = None,
@@ -72,37 +81,65 @@ def nntilde(
     (:func:`~torchbend.export.check_nntilde`); a file that fails is deleted.
 
     Args:
-        bended: the bended module, with every exported method traced on a ``[B, C, T]`` input.
+        bended: the bended module, with every exported method traced on a ``[B, C, T]`` input;
+            or a plain module (a TorchScript file, or a ``torch.nn.Module`` given ``params``
+            for each method, traced here on a random input of that shape).
         path: the ``.ts`` file to write.
         methods: the methods nn~ may call (default ``("forward",)``).
-        sample_rate: the sample rate the model works at, in Hz (default 44100).
+        sample_rate: the sample rate the model works at, in Hz (default 44100), a whole
+            number from :data:`MIN_SAMPLE_RATE` to :data:`MAX_SAMPLE_RATE`.
         params: per method, ``[in_channels, in_ratio, out_channels, out_ratio]`` replacing
             the inferred ones.
         input_labels: per method, one label per input channel (nn~ shows them on inlets).
         output_labels: per method, one label per output channel.
-        min_buffer_size: the smallest buffer, in samples, the model takes (default: the
-            wrapped module's ``ratio`` attribute, else 1); checks run from there up to
-            :data:`~torchbend.export.check.MAX_BUFFER_SIZE`.
+        min_buffer_size: the smallest buffer, in samples, the model takes, a power of two
+            (default: the wrapped module's ``ratio`` attribute, else 1); checks run from
+            there up to :data:`~torchbend.export.check.MAX_BUFFER_SIZE`.
 
     Raises:
-        ExportError: for a method not traced or not ``[B, C, T] -> [B, C, T']``, a ratio that
+        ExportError: for a sample rate, buffer size, params or labels out of their bounds
+            (or given for a method not exported), a plain module without ``params``, a
+            method not traced or not ``[B, C, T] -> [B, C, T']``, a ratio that
             is not a power of two, a graph that depends on the input's length, an unscriptable
             callback, or any failure of the checks, naming the method, expected and got.
     """
-    if isinstance(bended.module, torch.jit.ScriptModule):
-        view = bended.view()
+    names = _method_names(methods)
+    params = _checked_params(params)
+    input_labels = _checked_labels(input_labels, "input_labels")
+    output_labels = _checked_labels(output_labels, "output_labels")
+    if sample_rate is not None:
+        sample_rate = _whole(sample_rate, "sample_rate", MIN_SAMPLE_RATE, MAX_SAMPLE_RATE, "Hz")
+    if min_buffer_size is not None:
+        min_buffer_size = _whole(min_buffer_size, "min_buffer_size", 1, MAX_BUFFER_SIZE, "samples")
+        if not is_power_of_two(min_buffer_size):
+            raise ExportError(
+                f"min_buffer_size must be a power of two (nn~ runs buffers of 2**k samples), "
+                f"got {min_buffer_size}"
+            )
+    overrides = {"params": params, "input_labels": input_labels, "output_labels": output_labels}
+    module = _bended(bended, names, params)
+    if isinstance(module.module, torch.jit.ScriptModule):
+        view = module.view()
         if not _activation_keys(view):
             return _rewrite_scripted(view, Path(path))
-        contract = FileContract(bended.module)
-        methods = methods or contract.methods
+        contract = FileContract(module.module)
+        names = names or contract.methods
         sample_rate = sample_rate or contract.sample_rate
         params = {**contract.params, **(params or {})}
         input_labels = {**contract.input_labels, **(input_labels or {})}
         output_labels = {**contract.output_labels, **(output_labels or {})}
         min_buffer_size = min_buffer_size or contract.min_buffer_size
         contract.warn_dropped()
-    plan = ExportPlan(bended, list(methods or ("forward",)))
-    inner_ratio = getattr(bended.module, "ratio", 1)
+    names = names or ["forward"]
+    for what, keys in overrides.items():
+        unknown = sorted(set(keys or {}) - set(names))
+        if unknown:
+            raise ExportError(
+                f"{what} given for {unknown}, which are not exported (methods: {names}); "
+                "pass methods= to export them"
+            )
+    plan = ExportPlan(module, names)
+    inner_ratio = getattr(module.module, "ratio", 1)
     least = int(min_buffer_size or (inner_ratio if isinstance(inner_ratio, int) else 1))
     clash = sorted(set(plan.controls) & (RESERVED | set(plan.methods)))
     if clash:
@@ -111,7 +148,10 @@ def nntilde(
     container = build(plan)
     for method in plan.methods:
         entry = plan.entries[method]
-        values = check_params(method, (params or {}).get(method) or infer_params(method, entry))
+        values = check_params(
+            method,
+            (params or {}).get(method) or infer_params(method, entry, plan.arguments[method]),
+        )
         _check_one_graph(plan.bended, method, entry, values, least)
         container.register_buffer(f"{method}_params", torch.tensor(values))
         for side, count, given in (
@@ -132,6 +172,98 @@ def nntilde(
     extra = contract_source(plan.methods, list(plan.controls))
     scripted = script(plan, container, getters="tuple", extra=extra)
     return _save_checked(scripted, Path(path))
+
+
+def _method_names(methods: Sequence[str] | str | None) -> list[str]:
+    if methods is None:
+        return []
+    if isinstance(methods, str):
+        return [methods]
+    names = list(methods)
+    wrong = [m for m in names if not isinstance(m, str)]
+    if wrong or not names:
+        raise ExportError(f"methods must be names of methods, got {methods!r}")
+    return list(dict.fromkeys(names))
+
+
+def _whole(value: Any, what: str, low: int, high: int, unit: str) -> int:
+    """``value`` as an int in ``[low, high]``, or :class:`ExportError` saying what it got."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value != int(value):
+        raise ExportError(f"{what} must be a whole number of {unit}, got {value!r}")
+    if not low <= value <= high:
+        raise ExportError(f"{what} must be {low} to {high} {unit}, got {value!r}")
+    return int(value)
+
+
+def _checked_params(
+    params: Mapping[str, Sequence[int]] | None,
+) -> dict[str, list[int]] | None:
+    if params is None:
+        return None
+    checked = {}
+    for method, values in params.items():
+        where = f"params[{method!r}]"
+        if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, torch.Tensor)):
+            raise ExportError(
+                f"{where} must be [in_channels, in_ratio, out_channels, out_ratio], got {values!r}"
+            )
+        items = values.tolist() if isinstance(values, torch.Tensor) else list(values)
+        checked[method] = [_whole(v, where, 1, 2**16, "channels or samples") for v in items]
+    return checked
+
+
+def _checked_labels(
+    labels: Mapping[str, Sequence[str]] | None, what: str
+) -> dict[str, list[str]] | None:
+    if labels is None:
+        return None
+    checked = {}
+    for method, given in labels.items():
+        if isinstance(given, str) or not all(isinstance(g, str) for g in given):
+            raise ExportError(f"{what}[{method!r}] must be a list of strings, got {given!r}")
+        checked[method] = list(given)
+    return checked
+
+
+def _bended(module: Any, methods: Sequence[str], params: Mapping[str, Any] | None) -> BendedModule:
+    """``module`` as a :class:`BendedModule` with its methods traced: a plain module is
+    wrapped and traced on the input its ``params`` declare (a TorchScript file needs none)."""
+    if isinstance(module, BendedModule):
+        return module
+    if isinstance(module, torch.jit.ScriptModule):
+        return BendedModule(module)
+    if not isinstance(module, torch.nn.Module):
+        raise ExportError(
+            f"nntilde exports a tb.BendedModule (or a torch.nn.Module), got {type(module).__name__}"
+        )
+    names = list(methods) or ["forward"]
+    missing = [m for m in names if m not in (params or {})]
+    if missing:
+        example = ", ".join(
+            f"{m!r}: [in_channels, in_ratio, out_channels, out_ratio]" for m in missing
+        )
+        raise ExportError(
+            f"nntilde got a plain {type(module).__name__}, whose input channels it cannot "
+            "know: wrap it (bended = tb.BendedModule(model)) and trace each method on an "
+            f"example [batch, channels, time] input, or pass params={{{example}}}"
+        )
+    bended = BendedModule(module)
+    generator = torch.Generator().manual_seed(0)
+    for method in names:
+        in_channels, in_ratio, _, out_ratio = check_params(method, (params or {})[method])
+        # Batch 2: torch.export fixes sizes of 1; a buffer nn~ gives, of whole frames.
+        size = max(in_ratio, out_ratio, 2048) // in_ratio
+        x = torch.randn(2, in_channels, size, generator=generator)
+        first = bended.view().signature(method).names[0]
+        try:
+            bended.trace(method, **{first: x})  # type: ignore[arg-type]
+        except TracingError as e:
+            raise ExportError(
+                f"nntilde wrapped {type(module).__name__} in a BendedModule, and tracing "
+                f"{method!r} on an input of shape {list(x.shape)} (from params) failed: {e}"
+            ) from e
+    return bended
 
 
 def _save_checked(scripted: torch.jit.ScriptModule, path: Path) -> NNTildeReport:
@@ -257,13 +389,19 @@ def _check_one_graph(
                 )
 
 
-def infer_params(method: str, entry: Entry) -> tuple[int, int, int, int]:
-    """``[in_channels, in_ratio, out_channels, out_ratio]`` from the traced shapes."""
+def infer_params(
+    method: str, entry: Entry, arguments: Sequence[ExportedArgument] = ()
+) -> tuple[int, int, int, int]:
+    """``[in_channels, in_ratio, out_channels, out_ratio]`` from the traced shapes (nn~ gives
+    the first argument; the others, which must have defaults, keep them)."""
     inputs = [n for n in entry.graph.nodes if n.op == "placeholder"]
-    if len(inputs) != 1:
+    names = [str(n.target) for n in inputs]
+    if arguments:  # the first input, and any other argument without a default
+        names = [a.name for a in arguments if a.default is MISSING or a.name in names[:1]]
+    if len(names) != 1 or not inputs or names[0] != str(inputs[0].target):
         raise ExportError(
-            f"method {method!r} takes {len(inputs)} inputs; nn~ gives one [batch, channels, "
-            "time] tensor"
+            f"method {method!r} takes {len(names)} inputs ({', '.join(names)}); nn~ gives "
+            "one [batch, channels, time] tensor (give the others defaults)"
         )
     in_shape = _shape(method, "input", record_of(inputs[0]).shape)
     out = next(n for n in entry.graph.nodes if n.op == "output").args[0]

@@ -12,6 +12,7 @@ from ..callbacks.argument import Argument, declared
 from ..callbacks.base import BendingCallback, Chain
 from ..controls import BendingParameter, Control, control_of
 from ..errors import ExportError
+from .arguments import ExportedArgument, method_arguments
 
 if TYPE_CHECKING:
     from ..bended import BendedModule
@@ -72,6 +73,10 @@ class ExportPlan:
             entry = self.bended.current(n)
             assert entry.gm is not None
             self.entries[n] = entry
+        self.arguments: dict[str, list[ExportedArgument]] = {
+            n: method_arguments(self.bended, n, self.entries[n]) for n in names
+        }
+        """Per method, its arguments as exported (types, defaults, traced values)."""
         keys = {self.bended.key(n) for n in names}
         bendings = [b for b in self.bended.bendings if b.weights or keys & set(b.activations)]
         self._check_scriptable(bendings)

@@ -9,6 +9,14 @@ import math
 from collections.abc import Sequence
 
 from ..errors import ExportError
+from .arguments import (
+    MISSING,
+    ExportedArgument,
+    default_source,
+    is_optional,
+    type_source,
+    value_source,
+)
 from .plan import ExportPlan, PlannedControl
 
 __all__ = ["contract_source", "methods_source"]
@@ -19,15 +27,7 @@ def methods_source(plan: ExportPlan, getters: str = "value") -> str:
     setters and getters, and the weights' recomputation."""
     lines: list[str] = []
     for method in plan.methods:
-        gm = plan.entries[method].gm
-        assert gm is not None
-        args = [str(n.target) for n in gm.graph.nodes if n.op == "placeholder"]
-        if any(a.startswith("*") for a in args):
-            raise ExportError(f"{method} takes *args or **kwargs, which TorchScript cannot")
-        lines += [
-            f"def {method}(self{''.join(', ' + a for a in args)}):",
-            f"    return self.tb_method_{method}({', '.join(args)})",
-        ]
+        lines += _method_source(plan, method)
     for k, w in enumerate(plan.weights):
         lines += [f"def tb_rebend_{k}(self):", f"    w = self.tb_weight_base_{k}.clone()"]
         lines += [f"    w = self.tb_callback_{i}.bend_weight(w, {w.name!r})" for i in w.callbacks]
@@ -35,6 +35,61 @@ def methods_source(plan: ExportPlan, getters: str = "value") -> str:
     for name, c in plan.controls.items():
         lines += _control_source(name, c, getters)
     return "\n".join(lines) + "\n"
+
+
+def _method_source(plan: ExportPlan, method: str) -> list[str]:
+    """``method`` with the arguments, types and defaults of the traced one, checking the
+    arguments whose values its graph baked in, then running its graph."""
+    where = f"{plan.bended.owner}.{method}"
+    arguments = plan.arguments[method]
+    params = []
+    defaulted = None
+    for a in arguments:
+        at = f"argument {a.name!r} of {where}"
+        param = f"{a.name}: {type_source(a.type)}"
+        if a.default is not MISSING:
+            param += f" = {default_source(a.default, a.type, at)}"
+            defaulted = a.name
+        elif defaulted is not None:
+            raise ExportError(
+                f"cannot export {where}: its argument {a.name!r} has no default but follows "
+                f"{defaulted!r}, which has one; TorchScript methods cannot take keyword-only "
+                "arguments. Give it a default or move it before the arguments with one."
+            )
+        params.append(param)
+    lines = [f"def {method}(self{''.join(', ' + p for p in params)}):"]
+    for a in arguments:
+        lines += ["    " + line for line in _checks(where, a)]
+    passed = ", ".join(a.name for a in arguments if a.in_graph)
+    return [*lines, f"    return self.tb_method_{method}({passed})"]
+
+
+def _checks(where: str, a: ExportedArgument) -> list[str]:
+    """Checks of the argument ``a`` against the values the graph was traced for."""
+    retrace = f"trace {where.rpartition('.')[2]} with the {a.name} you need before exporting"
+    lines = []
+    if a.traced_none is True:
+        message = f"{where} was exported for {a.name}=None (its graph was traced so); {retrace}"
+        lines += [f"if {a.name} is not None:", f"    raise Exception({message!r})"]
+    elif a.traced_none is False:
+        message = (
+            f"{where} was exported for a {a.name} (its graph was traced with one), got None; "
+            f"pass one, or trace {where.rpartition('.')[2]} with {a.name}=None before exporting"
+        )
+        lines += [f"if {a.name} is None:", f"    raise Exception({message!r})"]
+    if a.values:
+        graph_type = a.graph_type
+        tested = " or ".join(f"{a.name} == {value_source(v, graph_type)}" for v in a.values)
+        shown = " or ".join(map(repr, a.values))
+        message = (
+            f"{where} was exported for {a.name}={shown} only (its graph holds for that value); "
+            f"{retrace}"
+        )
+        guard = f"not ({tested})"
+        if is_optional(graph_type):  # traced with None as well: None passes
+            guard = f"{a.name} is not None and {guard}"
+        lines += [f"if {guard}:", f"    raise Exception({message!r})"]
+    return lines
 
 
 def _control_source(name: str, c: PlannedControl, getters: str) -> list[str]:
