@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 import torchbend as tb
@@ -99,7 +102,7 @@ def test_bad_configs(tmp_path):
     good["bendings"][0]["callback"] = {"class": "Scale", "args": {"scale": 2.0}}
     del good["bendings"][0]["patterns"]
     bad.write_text(json.dumps(good))
-    with pytest.raises(tb.BendingError, match="malformed"):
+    with pytest.raises(tb.BendingError, match=r"bad.json, bending 0: missing field 'patterns'"):
         tb.BendingConfig.load(bad)
 
 
@@ -176,3 +179,268 @@ def test_a_config_finds_callbacks_of_modules_already_imported_or_loaded_files(tm
     bended.bending_config().save(path)
     config = tb.BendingConfig.load(path)
     assert type(config.items[0].callback).__name__ == "Gain"
+
+
+# -- garbage in, BendingError out -----------------------------------------------------------------
+
+
+def _config(callback: dict, patterns: object = ("x",), controls: list | None = None, **bending):
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "controls": controls or [],
+        "bendings": [{"callback": callback, "patterns": list(patterns), **bending}],
+    }
+
+
+def _scaled_by(control: dict) -> dict:
+    return _config({"class": "Scale", "args": {"scale": {"control": "k"}}}, controls=[control])
+
+
+def _nested(depth: int) -> object:
+    value: object = 1.0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _chained(depth: int) -> dict:
+    callback: dict = {"class": "Scale", "args": {}}
+    for _ in range(depth):
+        callback = {"class": "Noise", "args": {"std": {"callback": callback}}}
+    return callback
+
+
+GARBAGE = [
+    (
+        _config({"class": "Scale", "args": [2.0]}),
+        r"^bends.json, bending 0, callback.args: expected an object of arguments by name, "
+        r"got \[2.0\]$",
+    ),
+    (
+        _scaled_by({"name": "k", "value": 1.0, "range": [1]}),
+        r"^bends.json, control 0, range: expected null or \[low, high\], two finite numbers, "
+        r"got \[1\]$",
+    ),
+    (
+        _config({"class": "Scale", "args": {}}, fn=5),
+        r"bending 0, fn: expected null, a method's name or a list of methods' names, got 5$",
+    ),
+    (_config({"class": "", "args": {}}), r"bending 0, callback.class: expected a callback's"),
+    (_config({"class": "a..b:C"}), r"bending 0, callback.class: expected a callback's class"),
+    (
+        _config({"class": "Scale", "args": {"scale": _nested(5000)}}),
+        r"bending 0, callback: lists and objects nest more than 32 levels deep",
+    ),
+    (_config(_chained(5000)), r"bending 0, callback: lists and objects nest more than 32"),
+    (
+        {**_config({"class": "Scale"}), "bendings": [{"callback": {"class": "Scale"}}] * 2},
+        r"^bends.json, bending 0: missing field 'patterns'",
+    ),
+    (
+        {
+            **_config({"class": "Scale"}),
+            "bendings": [{"callback": {"class": "Scale"}, "patterns": "_1$"}],
+        },
+        r"bending 0, patterns: expected a list of one or more regular expressions, got '_1\$'; "
+        r"write \['_1\$'\] for a list of one$",
+    ),
+    (
+        {
+            **_config({"class": "Scale"}),
+            "bendings": [{"callback": {"class": "Scale"}, "patterns": ["("]}],
+        },
+        r"bending 0, patterns\[0\]: '\(' is not a regular expression: missing \)",
+    ),
+    (
+        _config(
+            {"class": "Scale", "args": {"scale": {"control": "k"}}},
+            controls=[{"name": "k", "value": 1.0}, {"name": "k", "value": 2.0}],
+        ),
+        r"^bends.json, control 1: control 0 is already named 'k'; give each control its own name$",
+    ),
+    *[
+        (
+            _scaled_by({"name": "k", "value": 1.0, "ramp": ramp}),
+            rf"control 0, ramp: expected a number of calls from 0 to 65536, got {shown}$",
+        )
+        for ramp, shown in [
+            (-1, "-1"),
+            (float("nan"), "nan"),
+            (float("inf"), "inf"),
+            (1e12, "1000000000000.0"),
+            (2.5, "2.5"),
+            (True, "True"),
+        ]
+    ],
+    (
+        _config({"class": "Scale", "args": {"scale": 10**400}}),
+        r"bending 0, callback.args.scale: expected a number, got an int of about 400 digits",
+    ),
+    (
+        _scaled_by({"name": "k", "value": 10**400}),
+        r"control 0, value: expected a number, got an int of about 400 digits",
+    ),
+    (
+        _scaled_by({"name": "k", "value": float("nan")}),
+        r"control 0, value: expected a finite number or a bool, got nan$",
+    ),
+    (
+        _scaled_by({"name": "k", "value": 1.0, "range": [0, float("inf")]}),
+        r"control 0, range\[1\]: expected a finite number, got inf$",
+    ),
+    (
+        _config(
+            {"class": "Scale", "args": {"scale": {"control": "k", "scale": float("-inf")}}},
+            controls=[{"name": "k", "value": 1.0}],
+        ),
+        r"bending 0, callback.args.scale.scale: expected a finite number, got -inf$",
+    ),
+    (
+        _config({"class": "Scale", "args": {"scale": float("nan")}}),
+        r"bending 0: Scale: scale must be a finite number, got nan$",
+    ),
+    (
+        _config({"class": "Noise", "args": {"seed": 2**64}}),
+        r"bending 0: Noise: seed must be an int of 64 bits .* got 18446744073709551616$",
+    ),
+    (
+        _config({"class": "Erode", "args": {"size": 10**20}}),
+        r"bending 0: Erode: size is a window in samples and must be at most 65536",
+    ),
+    (
+        _config(
+            {"class": "Noise", "args": {"std": {"control": "k"}}},
+            controls=[{"name": "k", "value": -1.0}],
+        ),
+        r"bending 0: Noise: std is a standard deviation and must be a finite number >= 0",
+    ),
+    (
+        _scaled_by({"name": "k", "value": 1.0, "rnage": [0, 1]}),
+        r"control 0: unknown field 'rnage'; did you mean 'range'\?",
+    ),
+    (
+        _config({"class": "Scale", "args": {"scale": {"contrl": "k"}}}),
+        r"bending 0, callback.args.scale: expected \{'control': name\}, .* got \{'contrl': 'k'\}$",
+    ),
+    (
+        _config({"class": "Scale", "args": {"scale": {1, 2}}}),
+        r"bending 0, callback.args.scale: expected a number, a string, .* got \{1, 2\}$",
+    ),
+    ({**_config({"class": "Scale"}), "version": True}, r"has format version True"),
+    ({**_config({"class": "Scale"}), "bendings": None}, r"bendings: expected a list of bendings"),
+    (_config({"class": "Scale", "args": {"scael": 2.0}}), r"does not take these arguments"),
+    (_config({"class": "Ablate", "args": {"channels": "ab"}}), r"^bends.json, bending 0: "),
+]
+
+
+@pytest.mark.parametrize(("data", "message"), GARBAGE)
+def test_garbage_is_refused_before_anything_is_built_naming_entry_and_field(data, message):
+    with pytest.raises(tb.BendingError, match=message):
+        tb.BendingConfig.from_dict(data, source="bends.json")
+
+
+def test_a_file_of_garbage_is_refused_with_the_same_words(tmp_path):
+    path = tmp_path / "bends.json"
+    base = json.dumps(_config({"class": "Scale", "args": {"scale": 2.0}}))
+    for text, message in [
+        ("[" * 100_000 + "]" * 100_000, "nest more than 32 levels deep"),
+        (base.replace("2.0", "NaN"), "Scale: scale must be a finite number, got nan"),
+        (base.replace("2.0", "1" * 5000), "is not valid JSON"),
+        (base.replace("2.0", "1e999"), "Scale: scale must be a finite number, got inf"),
+        (b"\xff\xfe", "not UTF-8"),
+    ]:
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text)
+        with pytest.raises(tb.BendingError, match=message):
+            tb.BendingConfig.load(path)
+    with pytest.raises(tb.BendingError, match="cannot read the bending configuration"):
+        tb.BendingConfig.load(tmp_path)
+    path.write_text(base)
+    with pytest.raises(tb.BendingError, match=r"write allow=\['mymodule'\]"):
+        tb.BendingConfig.load(path, allow="mymodule")
+
+
+def test_what_to_dict_writes_the_schema_describes(tmp_path):
+    from jsonschema import Draft202012Validator
+
+    from torchbend.config_schema import SCHEMA
+
+    Draft202012Validator.check_schema(SCHEMA)
+    gain = tb.BendingParameter("gain", 0.5, range=(0.0, 1.0), clamp=True, ramp=4)
+    seed = tb.BendingParameter("seed", 3)
+    config = tb.BendingConfig(
+        (tb.Mask(gain, dim=(-2,), seed=seed), "conv$"),
+        (tb.Scale(2.0 * gain) >> tb.Bias(1 - gain) >> tb.Clamp(max=float("inf")), "out", "x"),
+        (tb.Erode(3) >> tb.Noise(0.1, op="mul", seed=1), "conv.bias"),
+        (tb.Quantize(None), "y"),
+    )
+    config.items[0].fn = ("forward",)
+    path = tmp_path / "bends.json"
+    config.save(path)
+    assert tb.BendingConfig.load(path) == config
+
+
+def _paths(value: object, path: tuple = ()) -> list[tuple]:
+    found = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found += _paths(item, (*path, i))
+    return found
+
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=8)
+    | st.sampled_from(["Scale", "Chain", "Mask", "control", "callback", "tuple", "k", "x"]),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["class", "args", "callbacks", "control", "callback", "tuple", "scale"])
+            | st.text(max_size=4),
+            children,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
+KNOB = tb.BendingParameter("k", 0.5, range=(0.0, 1.0))
+VALID = tb.BendingConfig(
+    (tb.Mask(KNOB, dim=(-2, -1), seed=0), "conv$"),
+    (tb.Scale(2.0 * KNOB) >> tb.Bias(1 - KNOB) >> tb.Clamp(max=3.0), "out", "x"),
+    (tb.Ablate(channels=[0, 1], seed=2) >> tb.Erode(3), "y"),
+    (tb.Noise(0.1, seed=tb.BendingParameter("s", 1)), "z"),
+).to_dict()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(where=st.sampled_from(_paths(VALID)), garbage=JSON)
+def test_any_garbage_anywhere_raises_bending_errors_only(where, garbage):
+    data = copy.deepcopy(VALID)
+    if not where:
+        data = garbage
+    else:
+        parent = data
+        for step in where[:-1]:
+            parent = parent[step]
+        parent[where[-1]] = garbage
+    try:
+        tb.BendingConfig.from_dict(data)
+    except tb.BendingError:
+        pass
+
+
+@pytest.mark.parametrize("name", [".relative:X", "a..b:C", "os:", ":Scale", "Sc ale", "os:path:X"])
+def test_callback_names_that_no_import_reads_are_refused_without_importing(name):
+    from torchbend.callbacks import callback_from_name
+
+    with pytest.raises(tb.BendingError, match=r"a callback's name is 'ClassName' or 'module\.path"):
+        callback_from_name(name)  # imports=None: as the command line's --bend names them

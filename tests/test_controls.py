@@ -209,3 +209,54 @@ def test_controls_push_into_their_readers_and_copy_without_them():
     p.advance()
     assert scale._ramps["scale"] == (2.0, 3.0, 3.0)
     assert copy.deepcopy(p).readers() == [] and pickle.loads(pickle.dumps(p)).readers() == []
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: tb.BendingParameter("k", float("inf")), "control 'k' takes a finite float, got"),
+        (lambda: tb.BendingParameter("k", float("nan")), "control 'k' takes a finite float, got"),
+        (lambda: tb.BendingParameter("k", 10**400), "control 'k' takes a finite int, got int"),
+        (lambda: tb.BendingParameter("k", 1).set(float("inf")), "takes a finite int, got float"),
+        (lambda: tb.BendingParameter("k", 1.0).set(float("nan")), "takes a finite float"),
+        (lambda: tb.BendingParameter("k", 1.0).set("2"), "takes a finite float, got str: '2'"),
+        (lambda: tb.BendingParameter("k", 1.0).set(True), "takes a finite float, got bool"),
+        (lambda: tb.BendingParameter("k", True).set(2), "takes True or False, got int: 2"),
+        (lambda: tb.BendingParameter("k", 1.0, ramp=-1), r"ramp is a number of calls between 0"),
+        (lambda: tb.BendingParameter("k", 1.0, ramp=10**12), r"between 0 and 65536, got 10{12}"),
+        (lambda: tb.BendingParameter("k", 1.0, ramp=2.0), r"between 0 and 65536, got 2.0"),
+        (lambda: tb.BendingParameter("k", 1.0, ramp=True), r"between 0 and 65536, got True"),
+        (lambda: tb.BendingParameter("k", 1.0, range=(1,)), r"range is \(low, high\), two finite"),
+        (lambda: tb.BendingParameter("k", 1.0, range=(0, float("inf"))), "two finite numbers"),
+        (lambda: tb.BendingParameter("k", 1.0, range=("0", 1)), "two finite numbers"),
+        (lambda: tb.BendingParameter("k", 1.0, clamp="yes"), "clamp is True or False"),
+        (lambda: tb.BendingParameter("k", 1.0) * float("inf"), "finite numbers only; got scale"),
+        (lambda: tb.BendingParameter("k", 1.0) + float("nan"), "finite numbers only; got offset"),
+    ],
+)
+def test_controls_take_finite_numbers_of_their_kind_and_sane_settings(build, message):
+    with pytest.raises(tb.BendingError, match=message):
+        build()
+
+
+def test_a_control_bound_to_an_argument_refuses_what_the_argument_refuses(bended):
+    x = torch.randn(1, 1, 32)
+    std = tb.BendingParameter("std", 0.0)
+    prob = tb.BendingParameter("prob", 0.0)
+    bended.bend(tb.Noise(std=std, seed=0), "a$")
+    bended.bend(tb.Mask(prob=2 * prob, dim=-2, seed=0), "b$")
+    before = bended(x)
+    with pytest.raises(
+        tb.BendingError,
+        match=r"control 'std': -1.0 would make Noise.std -1.0, but std is a standard deviation "
+        r"and must be a finite number >= 0; give 'std' a value >= 0, or make the control clamp",
+    ):
+        bended.update("std", -1.0)
+    with pytest.raises(tb.BendingError, match=r"would make Mask.prob 2.0, .* between 0 and 0.5"):
+        bended.update("prob", 1.0)
+    with pytest.raises(tb.BendingError, match="takes a finite float, got float: inf"):
+        bended.update("prob", float("inf"))
+    assert (std.get(), prob.get()) == (0.0, 0.0)
+    assert torch.equal(bended(x), before)
+    bended.update("prob", 0.5)
+    assert torch.equal(bended(x), torch.zeros(1, 1, 32))  # Mask.prob 1: b's output zeroed

@@ -9,14 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import config_schema
 from .callbacks.base import BendingCallback, Chain
+from .config_schema import FORMAT, VERSION
 from .controls import BendingParameter, ControlView
 from .errors import BendingError
 
-__all__ = ["BendingConfig", "ConfigItem"]
-
-FORMAT = "torchbend.bending-config"
-VERSION = 1
+__all__ = ["FORMAT", "VERSION", "BendingConfig", "ConfigItem"]
 
 
 @dataclass
@@ -137,38 +136,42 @@ class BendingConfig:
     ) -> BendingConfig:
         """The configuration ``data`` holds (what :meth:`to_dict` gives).
 
+        ``data`` is checked against the configuration's JSON schema
+        (:data:`torchbend.config_schema.SCHEMA`) before anything is built: what it refuses,
+        and what the callbacks and controls refuse, raises a :class:`BendingError` that names
+        ``source``, the entry and the field.
+
         Callback classes are found by name among torchbend's own and in modules already
         imported (your own, or files loaded with :func:`torchbend.load_callbacks`); a module
         that is not is imported only if ``allow`` names it: a configuration never makes
         torchbend import, and so run, code it names.
         """
-        allow = frozenset(allow)
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
+        if isinstance(allow, str):
             raise BendingError(
-                f"{source} is not a torchbend bending configuration (no format: {FORMAT!r})"
+                f"allow is a list of module names, not the string {allow!r}; write "
+                f"allow=[{allow!r}]"
             )
-        if data.get("version") != VERSION:
-            raise BendingError(
-                f"{source} has format version {data.get('version')!r}; this torchbend reads "
-                f"version {VERSION}"
-            )
-        try:
-            controls = {c["name"]: _control_from_dict(c) for c in data.get("controls", [])}
-            items = []
-            for i, b in enumerate(data["bendings"]):
-                where = f"{source}, bending {i}"
-                callback = _callback_from_dict(b["callback"], controls, where, allow)
-                fn = b.get("fn")
-                items.append(
-                    ConfigItem(
-                        callback,
-                        tuple(b["patterns"]),
-                        tuple(fn) if isinstance(fn, list) else fn,
-                        list(b.get("keys", [])),
-                    )
+        allowed = frozenset(allow)
+        config_schema.check(data, source)
+        controls = {}
+        for i, c in enumerate(data.get("controls", [])):
+            try:
+                controls[c["name"]] = _control_from_dict(c)
+            except BendingError as e:
+                raise BendingError(f"{source}, control {i}: {e}") from None
+        items = []
+        for i, b in enumerate(data["bendings"]):
+            where = f"{source}, bending {i}"
+            callback = _callback_from_dict(b["callback"], controls, where, allowed)
+            fn = b.get("fn")
+            items.append(
+                ConfigItem(
+                    callback,
+                    tuple(b["patterns"]),
+                    tuple(fn) if isinstance(fn, list) else fn,
+                    list(b.get("keys", [])),
                 )
-        except (KeyError, TypeError) as e:
-            raise BendingError(f"{source} is malformed: missing or wrong entry {e}") from e
+            )
         return cls(*items)
 
     @classmethod
@@ -176,10 +179,21 @@ class BendingConfig:
         """Read a configuration written by :meth:`save` (``allow``: see :meth:`from_dict`)."""
         path = Path(path)
         try:
-            data = json.loads(path.read_text())
+            text = path.read_text()
         except FileNotFoundError:
             raise BendingError(f"no bending configuration at {path}") from None
-        except json.JSONDecodeError as e:
+        except UnicodeDecodeError as e:
+            raise BendingError(f"{path} is not valid JSON: it is not UTF-8 text ({e})") from None
+        except OSError as e:
+            raise BendingError(f"cannot read the bending configuration {path}: {e}") from None
+        try:
+            data = json.loads(text)
+        except RecursionError:
+            raise BendingError(
+                f"{path}: lists and objects nest more than {config_schema.MAX_DEPTH} levels "
+                "deep; a bending configuration never needs as many"
+            ) from None
+        except ValueError as e:  # JSONDecodeError, and ints of more digits than Python reads
             raise BendingError(f"{path} is not valid JSON: {e}") from None
         return cls.from_dict(data, source=str(path), allow=allow)
 
@@ -199,9 +213,9 @@ def _control_from_dict(d: dict[str, Any]) -> BendingParameter:
     return BendingParameter(
         d["name"],
         d["value"],
-        None if rng is None else tuple(rng),
+        None if rng is None else (rng[0], rng[1]),
         d.get("clamp", False),
-        d.get("ramp", 0),
+        int(d.get("ramp", 0)),  # the schema takes 2.0 for an integer
     )
 
 
@@ -296,7 +310,13 @@ def _callback_from_dict(
     }
     try:
         return cls(**args)
+    except BendingError as e:
+        raise BendingError(f"{where}: {e}") from None
     except TypeError as e:
         raise BendingError(
             f"{where}: {name} does not take these arguments {sorted(args)}: {e}"
         ) from None
+    except Exception as e:  # a callback of a loaded file may raise anything: name where
+        raise BendingError(
+            f"{where}: {name}({', '.join(sorted(args))}) failed: {type(e).__name__}: {e}"
+        ) from e

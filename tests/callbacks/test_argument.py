@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import copy
 import gc
+import pickle
 
 import pytest
 import torch
 from callback_helpers import ACT, CPU
 
-from torchbend.callbacks import Argument, BendingCallback, Mask, Scale
+from torchbend.callbacks import Argument, BendingCallback, Erode, Mask, Scale
 from torchbend.callbacks.argument import declared
 from torchbend.controls import BendingParameter
 from torchbend.errors import BendingError
@@ -65,20 +66,86 @@ def test_checked_numbers_are_kept_as_plain_attributes_of_their_kind():
     assert repr(knobs) == "Knobs(gain=2.0, size=3, on=True, level=-inf)"
 
 
-def test_a_control_is_checked_by_its_value_then_pushes_values_brought_into_bounds():
+def test_a_control_is_checked_by_its_value_then_refuses_values_out_of_bounds():
     with pytest.raises(BendingError, match="gain is a factor and must be between 0 and 2, got 5"):
         Knobs(gain=BendingParameter("g", 5.0))
     g = BendingParameter("g", 1.5)
     n = BendingParameter("n", 3)
     knobs = Knobs(gain=g, size=2 * n)
     assert (knobs.gain, knobs.size) == (1.5, 6)
-    g.set(7.0)
+    with pytest.raises(
+        BendingError,
+        match=r"control 'g': 7.0 would make Knobs.gain 7.0, but gain is a factor and must be "
+        r"between 0 and 2; give 'g' a value between 0 and 2, or make the control clamp",
+    ):
+        g.set(7.0)
+    # Through a view: the bound is on 2 * n, the advice on n (whole, for an int control).
+    with pytest.raises(
+        BendingError, match=r"control 'n': 5 would make Knobs.size 10.0, .* between 1 and 4,"
+    ):
+        n.set(5)
+    assert (g.get(), n.get(), knobs.gain, knobs.size) == (1.5, 3, 1.5, 6)
     n.set(2)
-    assert (knobs.gain, knobs.size) == (2.0, 4) and type(knobs.size) is int
-    g.set(-1.0)
-    assert knobs.gain == 0.0
+    assert knobs.size == 4 and type(knobs.size) is int
     assert knobs.controls() == [g, n]
     assert knobs.arguments()["gain"] is g
+
+
+def test_a_control_that_clamps_is_brought_into_the_bounds_of_every_argument_it_drives():
+    c = BendingParameter("c", 0.5, range=(-10.0, 10.0), clamp=True)
+    knobs = Knobs(gain=1 - c)  # gain in [0, 2]: c in [-1, 1]
+    mask = Mask(prob=c)  # prob in [0, 1]: c in [0, 1]
+    c.set(7.0)
+    assert (c.get(), knobs.gain, mask.prob) == (1.0, 0.0, 1.0)
+    c.set(-3.0)
+    assert (c.get(), knobs.gain, mask.prob) == (0.0, 1.0, 0.0)
+
+
+def test_bounds_go_with_the_argument_and_the_callback_and_copy_with_them():
+    g = BendingParameter("g", 1.0)
+    knobs = Knobs(gain=g)
+    again, unpickled = copy.deepcopy(knobs), pickle.loads(pickle.dumps(knobs))
+    for copied in (again.controls()[0], unpickled.controls()[0]):
+        with pytest.raises(BendingError, match=r"would make Knobs\.gain 3\.0"):
+            copied.set(3.0)
+    assert copy.deepcopy(g).bounds() == [] and pickle.loads(pickle.dumps(g)).bounds() == []
+    knobs.gain = 0.5  # a number in place of the control: its bound goes
+    g.set(3.0)
+    g.set(1.0)
+    knobs.gain = g
+    with pytest.raises(BendingError, match=r"would make Knobs\.gain -1\.0"):
+        g.set(-1.0)
+    del knobs
+    gc.collect()
+    g.set(-1.0)  # the callback is gone, and its bound with it
+    assert g.bounds() == []
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Scale("2"), r"Scale: scale must be a finite number, got '2'"),
+        (lambda: Scale(True), r"Scale: scale must be a finite number, got True"),
+        (lambda: Scale(10**400), r"Scale: scale must be a finite number, got 1000"),
+        (lambda: Knobs(size="2"), r"Knobs: size must be an int >= 1, got '2'"),
+        (lambda: Knobs(on="1"), r"Knobs: on must be True or False, got '1'"),
+        (lambda: Mask(seed=2**64), r"Mask: seed must be an int of 64 bits .*, got 18446744"),
+        (lambda: Mask(seed=-(2**64)), r"Mask: seed must be an int of 64 bits .*, got -18446"),
+        (lambda: Erode(10**20), r"Erode: size is a window in samples and must be at most 65536"),
+    ],
+)
+def test_numbers_are_real_numbers_of_the_declared_kind_and_size(build, message):
+    with pytest.raises(BendingError, match=message):
+        build()
+
+
+def test_a_control_cannot_drive_an_int_argument_beyond_64_bits():
+    seed = BendingParameter("seed", 0)
+    mask = Mask(prob=0.5, seed=seed)
+    with pytest.raises(BendingError, match=r"would make Mask\.seed 1\.8446744073709552e\+19"):
+        seed.set(2**64)
+    seed.set(2**62)
+    assert mask.seed == 2**62
 
 
 def test_only_arguments_that_derive_state_call_control_changed():

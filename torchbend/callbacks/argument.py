@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import torch
 
-from ..controls import Control, ControlView, control_of, is_control
+from ..controls import Bound, Control, ControlView, control_of, is_control
 from ..errors import BendingError
 
-__all__ = ["NO_NEUTRAL", "Argument", "declared"]
+__all__ = ["INT_MAX", "INT_MIN", "NO_NEUTRAL", "Argument", "declared"]
 
 _KINDS: tuple[type, ...] = (float, int, bool)
+
+INT_MIN = -(2**63)
+INT_MAX = 2**63 - 1
+"""The ints an int argument takes beyond its own bounds: those of 64 bits, which TorchScript
+and torch (a seed) hold."""
 
 
 class _NoNeutral:
@@ -37,8 +43,13 @@ class Argument:
     as a plain attribute, which ``self.<name>`` reads back, eagerly and in TorchScript alike. A
     :class:`~torchbend.BendingParameter` (or a view of one, ``2 * p``) is checked by its current
     value and then *pushes* its values in: the attribute always holds the control's current
-    value, brought into ``[low, high]`` (a control's later values are bounded by its own
-    ``range`` only), so that ``bend`` never reads a control.
+    value, so that ``bend`` never reads a control. The argument gives the control its bounds
+    (a :class:`~torchbend.controls.Bound`, which the callback holds): the control refuses
+    later values the argument would not take, or brings them into its bounds if it clamps.
+
+    Numbers are real numbers: a string (``'2'``) or a bool is refused where a float or an int
+    is meant, and a float must be finite unless declared otherwise; an int is whole (a float
+    like ``2.0`` passes) and of 64 bits.
 
     Args:
         kind: ``float``, ``int`` or ``bool``.
@@ -57,7 +68,8 @@ class Argument:
             draws from ``seed``): a change calls its :meth:`BendingCallback.control_changed`.
             An exported module cannot derive state, so it refuses a control on such an
             argument.
-        finite: whether a float must be finite (``Clamp``'s bounds may be infinite).
+        finite: whether a float must be finite (``Clamp``'s bounds may be infinite); NaN never
+            passes.
 
     Example:
         >>> import torch, torchbend as tb
@@ -80,6 +92,10 @@ class Argument:
         >>> knob.set(3.0)
         >>> gain.gain, gain
         (3.0, Gain(gain=knob))
+        >>> knob.set(-1.0)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        torchbend.errors.BendingError: control 'knob': -1.0 would make Gain.gain -1.0, but ...
     """
 
     def __init__(
@@ -149,6 +165,9 @@ class Argument:
             number, start, end = self.read(value)
         else:
             number = start = end = self.check(owner, value)
+        # The bounds given to controls, held here: a control holds them weakly (Bound).
+        bounds: dict[str, Bound] = cb.__dict__.setdefault("_bounds", {})
+        bounds.pop(self.name, None)
         previous = controlled.pop(self.name, None)
         if previous is not None and all(
             control_of(other) is not control_of(previous) for other in controlled.values()
@@ -156,7 +175,12 @@ class Argument:
             control_of(previous).detach(cb)
         if is_control(value):
             controlled[self.name] = value
-            control_of(value).attach(cb)
+            control = control_of(value)
+            control.attach(cb)
+            bound = self.bound(owner, value)
+            if bound is not None:
+                bounds[self.name] = bound
+                control.restrict(bound)
         if self.store(cb, number, start, end) and self.derives and cb._targets:
             cb.control_changed()
 
@@ -167,35 +191,55 @@ class Argument:
         that names ``owner`` (the callback's class), the argument, its bound and the value."""
         if value is None and self.none is not None:
             return None
-        what = f"{self.name} must be"
-        if self.meaning:
-            what = f"{self.name} is {self.meaning} and must be"
         alternative = f" or None ({self.none})" if self.none else ""
+        is_real = isinstance(value, numbers.Real) and not isinstance(value, bool)
         if self.kind is bool:
-            if not (isinstance(value, bool) or value in (0, 1)):
-                raise BendingError(f"{owner}: {what} True or False{alternative}, got {value!r}")
+            if not (isinstance(value, bool) or (is_real and value in (0, 1))):
+                raise BendingError(
+                    f"{owner}: {self._must()} True or False{alternative}, got {value!r}"
+                )
             return bool(value)
         if self.kind is int:
             # Whole floats pass: a view of an int control (``2 * size``) gives floats.
             whole = isinstance(value, float) and value.is_integer()
-            is_int = whole or (isinstance(value, int) and not isinstance(value, bool))
-            if not is_int or (self.low is not None and int(value) < self.low):
+            integral = is_real and isinstance(value, numbers.Integral)
+            integer = int(value) if whole or integral else None
+            least, most = self._int_limits()
+            if integer is not None and least <= integer <= most:
+                return integer
+            if integer is not None and integer > most and self.high is not None:
+                bound = f"at most {self.high}"
+            elif integer is not None and (integer > most or self.low is None):
+                bound = "an int of 64 bits"
+            else:
                 bound = "an int" if self.low is None else f"an int >= {self.low}"
-                raise BendingError(f"{owner}: {what} {bound}{alternative}, got {value!r}")
-            if self.high is not None and int(value) > self.high:
-                raise BendingError(f"{owner}: {what} at most {self.high}, got {value!r}")
-            return int(value)
+            raise BendingError(f"{owner}: {self._must()} {bound}{alternative}, got {value!r}")
         try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = math.nan
+            number = float(value) if is_real else math.nan
+        except OverflowError:  # an int beyond any float
+            number = math.inf
         low = -math.inf if self.low is None else self.low
         high = math.inf if self.high is None else self.high
         if math.isnan(number) or (self.finite and math.isinf(number)) or not low <= number <= high:
-            raise BendingError(f"{owner}: {what} {self._bound()}{alternative}, got {value!r}")
+            raise BendingError(
+                f"{owner}: {self._must()} {self._bound()}{alternative}, got {value!r}"
+            )
         return number
 
+    def _must(self) -> str:
+        if self.meaning:
+            return f"{self.name} is {self.meaning} and must be"
+        return f"{self.name} must be"
+
+    def _int_limits(self) -> tuple[int, int]:
+        low = INT_MIN if self.low is None else max(int(self.low), INT_MIN)
+        high = INT_MAX if self.high is None else min(int(self.high), INT_MAX)
+        return low, high
+
     def _bound(self) -> str:
+        if self.kind is int:
+            low, high = self._int_limits()
+            return f"an int between {low} and {high}"
         number = "a finite number" if self.finite else "a number"
         if self.low is None and self.high is None:
             return number
@@ -204,6 +248,29 @@ class Argument:
         if self.low is None:
             return f"{number} <= {self.high:g}"
         return f"between {self.low:g} and {self.high:g}"
+
+    def bound(self, owner: str, source: Control) -> Bound | None:
+        """What this argument of a callback of class ``owner`` takes of the values of the
+        control behind ``source`` (through its scale and offset, for a view); ``None`` for a
+        bool argument, which takes any value."""
+        if self.kind is bool:
+            return None
+        low: float | None = self.low
+        high: float | None = self.high
+        if self.kind is int:
+            low, high = self._int_limits()
+        scale, offset = 1.0, 0.0
+        if isinstance(source, ControlView):
+            scale, offset = source.scale, source.offset
+        return Bound(
+            reader=f"{owner}.{self.name}",
+            requirement=f"{self._must()} {self._bound()}",
+            low=low,
+            high=high,
+            finite=self.finite,
+            scale=scale,
+            offset=offset,
+        )
 
     def convert(self, value: float) -> Any:
         """A control's value as the argument's kind, brought into its bounds."""

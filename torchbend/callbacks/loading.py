@@ -18,6 +18,10 @@ from .registry import ALIASES, CALLBACKS
 
 __all__ = ["PACKAGE", "callback_from_name", "load_callbacks"]
 
+_DOTTED = r"[^\W\d]\w*(\.[^\W\d]\w*)*"
+_NAME = re.compile(rf"{_DOTTED}:{_DOTTED}")
+"""``module.path:ClassName``: dotted identifiers (which no import reads as relative, nor empty)."""
+
 PACKAGE = "torchbend_user_callbacks"
 """The package that files loaded by :func:`load_callbacks` are imported into: ``bitcrusher.py``
 becomes module ``torchbend_user_callbacks.bitcrusher``."""
@@ -162,13 +166,13 @@ def callback_from_name(name: str, imports: Collection[str] | None = None) -> typ
     """
     if not isinstance(name, str) or not name:
         raise BendingError(f"a callback's name is a non-empty string, got {name!r}")
-    if ":" not in name:
+    if ":" not in name and name.isidentifier():
         return _own_callback(name)
-    module_name, _, qualname = name.partition(":")
-    if not module_name or not qualname:
+    if not _NAME.fullmatch(name):
         raise BendingError(
             f"a callback's name is 'ClassName' or 'module.path:ClassName', got {name!r}"
         )
+    module_name, _, qualname = name.partition(":")
     if imports is not None and module_name not in sys.modules and module_name not in imports:
         raise BendingError(
             f"callback {name} is in module {module_name}, which is not imported: torchbend "
@@ -184,6 +188,10 @@ def callback_from_name(name: str, imports: Collection[str] | None = None) -> typ
             stem = module_name[len(PACKAGE) + 1 :]
             hint = f"; load its file first: tb.load_callbacks('path/to/{stem}.py')"
         raise BendingError(f"cannot find callback {name}: cannot import {module_name}{hint}") from e
+    except Exception as e:  # the module's own code failed
+        raise BendingError(
+            f"cannot find callback {name}: importing {module_name} failed: {type(e).__name__}: {e}"
+        ) from e
     found: object = module
     for part in qualname.split("."):
         found = getattr(found, part, None)

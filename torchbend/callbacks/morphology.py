@@ -11,7 +11,11 @@ from ..errors import BendingError
 from .argument import Argument
 from .base import BendingCallback
 
-__all__ = ["Dilate", "Erode"]
+__all__ = ["MAX_SIZE", "Dilate", "Erode"]
+
+MAX_SIZE = 1 << 16
+"""The widest window of :class:`Erode` and :class:`Dilate`, in samples (over a second of audio at
+48 kHz): a wider one is surely a mistake, and would allocate as much per channel."""
 
 
 def morphology(x: torch.Tensor, size: int, maximum: bool) -> torch.Tensor:
@@ -38,7 +42,7 @@ def morphology(x: torch.Tensor, size: int, maximum: bool) -> torch.Tensor:
 
 
 class _Morphology(BendingCallback):
-    size = Argument(int, low=1, neutral=1, meaning="a window in samples")
+    size = Argument(int, low=1, high=MAX_SIZE, neutral=1, meaning="a window in samples")
     takes_maximum: ClassVar[bool] = True
 
     def __init__(self, size: int | Control = 1) -> None:
@@ -66,9 +70,9 @@ class Erode(_Morphology):
     shortens bursts of activity and lengthens silences.
 
     Args:
-        size: width of the window in samples, an int ``>= 1``, centred on each sample (for an
-            even size, one more sample after than before). ``1`` is the identity. May be an
-            int control.
+        size: width of the window in samples, an int from 1 to :data:`MAX_SIZE`, centred on
+            each sample (for an even size, one more sample after than before). ``1`` is the
+            identity. May be an int control.
 
     Shape:
         - Input: ``[..., time]``, any length.
@@ -91,9 +95,9 @@ class Dilate(_Morphology):
     lengthens bursts of activity and shortens silences.
 
     Args:
-        size: width of the window in samples, an int ``>= 1``, centred on each sample (for an
-            even size, one more sample after than before). ``1`` is the identity. May be an
-            int control.
+        size: width of the window in samples, an int from 1 to :data:`MAX_SIZE`, centred on
+            each sample (for an even size, one more sample after than before). ``1`` is the
+            identity. May be an int control.
 
     Shape:
         - Input: ``[..., time]``, any length.

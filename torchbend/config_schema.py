@@ -1,0 +1,371 @@
+"""The JSON schema of bending configurations, and the check of a configuration against it."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import deque
+from collections.abc import Iterable
+from functools import cache
+from typing import Any
+
+from .controls import MAX_RAMP
+from .errors import BendingError, did_you_mean
+
+__all__ = ["FORMAT", "MAX_DEPTH", "SCHEMA", "VERSION", "check"]
+
+FORMAT = "torchbend.bending-config"
+VERSION = 1
+
+MAX_DEPTH = 32
+"""How deep lists and objects nest in a configuration, at most. A configuration nests about five
+levels, and three more for each callback given as an argument of another: deeper is garbage,
+which the check refuses before it recurses into it."""
+
+_IDENTIFIER = r"^[^\W\d]\w*\Z"
+_DOTTED = r"[^\W\d]\w*(\.[^\W\d]\w*)*"
+_CLASS = rf"^{_DOTTED}(:{_DOTTED})?\Z"
+_VALUES = "a number, a string, a bool, null, a list, or an object"
+
+SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "torchbend bending configuration",
+    "description": "a torchbend bending configuration",
+    "type": "object",
+    "required": ["format", "version", "bendings"],
+    "properties": {
+        "format": {"const": FORMAT, "description": repr(FORMAT)},
+        "version": {"const": VERSION, "description": f"version {VERSION}"},
+        "controls": {
+            "type": "array",
+            "items": {"$ref": "#/$defs/control"},
+            "description": "a list of controls",
+        },
+        "bendings": {
+            "type": "array",
+            "items": {"$ref": "#/$defs/bending"},
+            "description": "a list of bendings",
+        },
+    },
+    "$defs": {
+        "finite": {"type": "number", "format": "finite", "description": "a finite number"},
+        "control": {
+            "type": "object",
+            "required": ["name", "value"],
+            "additionalProperties": False,
+            "description": "a control: an object with a name and a value",
+            "properties": {
+                "name": {
+                    "type": "string",
+                    "pattern": _IDENTIFIER,
+                    "description": "a control's name (an identifier)",
+                },
+                "value": {
+                    "type": ["number", "boolean"],
+                    "format": "finite",
+                    "description": "a finite number or a bool",
+                },
+                "range": {
+                    "type": ["array", "null"],
+                    "items": {"$ref": "#/$defs/finite"},
+                    "minItems": 2,
+                    "maxItems": 2,
+                    "description": "null or [low, high], two finite numbers",
+                },
+                "clamp": {"type": "boolean", "description": "true or false"},
+                "ramp": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_RAMP,
+                    "description": f"a number of calls from 0 to {MAX_RAMP}",
+                },
+            },
+        },
+        "bending": {
+            "type": "object",
+            "required": ["callback", "patterns"],
+            "additionalProperties": False,
+            "description": "a bending: an object with a callback and patterns",
+            "properties": {
+                "callback": {"$ref": "#/$defs/callback"},
+                "patterns": {
+                    "type": "array",
+                    "items": {
+                        "type": "string",
+                        "format": "regex",
+                        "description": "a regular expression",
+                    },
+                    "minItems": 1,
+                    "description": "a list of one or more regular expressions",
+                },
+                "fn": {
+                    "type": ["null", "string", "array"],
+                    "pattern": _IDENTIFIER,
+                    "items": {
+                        "type": "string",
+                        "pattern": _IDENTIFIER,
+                        "description": "a method's name",
+                    },
+                    "minItems": 1,
+                    "description": "null, a method's name or a list of methods' names",
+                },
+                "keys": {
+                    "type": "array",
+                    "items": {"type": "string", "description": "a target's name"},
+                    "description": "a list of targets' names",
+                },
+            },
+        },
+        "callback": {
+            "type": "object",
+            "required": ["class"],
+            "additionalProperties": False,
+            "description": "a callback: an object with a class and its args",
+            "properties": {
+                "class": {
+                    "type": "string",
+                    "pattern": _CLASS,
+                    "description": "a callback's class ('Scale', or 'module.path:ClassName')",
+                },
+                "args": {"type": "object", "description": "an object of arguments by name"},
+            },
+            # A chain's argument is the list of its callbacks; other callbacks take arguments.
+            "if": {"properties": {"class": {"const": "Chain"}}},
+            "then": {
+                "properties": {
+                    "args": {
+                        "required": ["callbacks"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "callbacks": {
+                                "type": "array",
+                                "items": {"$ref": "#/$defs/callback"},
+                                "description": "a list of callbacks",
+                            }
+                        },
+                        "description": "{'callbacks': [...]}",
+                    }
+                }
+            },
+            "else": {
+                "properties": {
+                    "args": {
+                        "propertyNames": {
+                            "pattern": _IDENTIFIER,
+                            "description": "an argument's name (an identifier)",
+                        },
+                        "additionalProperties": {"$ref": "#/$defs/value"},
+                    }
+                }
+            },
+        },
+        # An argument: a plain value (a number may be infinite: Clamp's bounds), a list of
+        # arguments, or an object that names a control, a tuple or a callback.
+        "value": {
+            "if": {"type": "object"},
+            "then": {"$ref": "#/$defs/object_value"},
+            "else": {
+                "if": {"type": "array"},
+                "then": {"items": {"$ref": "#/$defs/value"}},
+                "else": {
+                    "type": ["number", "string", "boolean", "null"],
+                    "description": _VALUES,
+                },
+            },
+        },
+        "object_value": {
+            "if": {"required": ["control"]},
+            "then": {
+                "additionalProperties": False,
+                "properties": {
+                    "control": {
+                        "type": "string",
+                        "pattern": _IDENTIFIER,
+                        "description": "a control's name (an identifier)",
+                    },
+                    "scale": {"$ref": "#/$defs/finite"},
+                    "offset": {"$ref": "#/$defs/finite"},
+                },
+            },
+            "else": {
+                "if": {"required": ["tuple"]},
+                "then": {
+                    "additionalProperties": False,
+                    "properties": {
+                        "tuple": {
+                            "type": "array",
+                            "items": {"$ref": "#/$defs/value"},
+                            "description": "a list of arguments",
+                        }
+                    },
+                },
+                "else": {
+                    "if": {"required": ["callback"]},
+                    "then": {
+                        "additionalProperties": False,
+                        "properties": {"callback": {"$ref": "#/$defs/callback"}},
+                    },
+                    "else": {
+                        "not": {},
+                        "description": (
+                            "{'control': name}, {'tuple': [...]} or {'callback': {...}} (an "
+                            "argument that is an object)"
+                        ),
+                    },
+                },
+            },
+        },
+    },
+}
+"""The JSON schema (draft 2020-12) of what :meth:`BendingConfig.to_dict` writes. Two formats are
+torchbend's own: ``"finite"`` (a number that is neither infinite, nor NaN, nor beyond any float)
+and ``"regex"`` (a regular expression Python's ``re`` compiles)."""
+
+
+def check(data: Any, source: str) -> None:
+    """Raise a :class:`BendingError` unless ``data`` is a bending configuration that
+    :data:`SCHEMA` describes, whose controls have distinct names.
+
+    The error names ``source`` (the file), the entry and the field, the value, and what was
+    expected: ``"bends.json, bending 2, callback.args: expected an object of arguments by
+    name, got [2.0]"``.
+    """
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise BendingError(
+            f"{source} is not a torchbend bending configuration (no format: {FORMAT!r})"
+        )
+    version = data.get("version")
+    if type(version) is not int or version != VERSION:
+        raise BendingError(
+            f"{source} has format version {_show(version)}; this torchbend reads version {VERSION}"
+        )
+    _check_sizes(data, source)
+    error = _best_error(data)
+    if error is not None:
+        raise BendingError(f"{_where(source, error.absolute_path)}: {_message(error)}")
+    seen: dict[str, int] = {}
+    for i, control in enumerate(data.get("controls", [])):
+        first = seen.setdefault(control["name"], i)
+        if first != i:
+            raise BendingError(
+                f"{source}, control {i}: control {first} is already named "
+                f"{control['name']!r}; give each control its own name"
+            )
+
+
+def _check_sizes(data: Any, source: str) -> None:
+    """Refuse what would make the schema's check recurse too deep, or fail to print: nesting
+    deeper than :data:`MAX_DEPTH`, and ints beyond any float (JSON parses ``1e999`` to
+    ``inf``, but ``10...0`` to an int)."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value.bit_length() > 1024:
+                digits = int(value.bit_length() * math.log10(2))
+                raise BendingError(
+                    f"{_where(source, path)}: expected a number, got an int of about "
+                    f"{digits} digits, beyond any float or 64-bit int"
+                )
+        elif isinstance(value, (dict, list)):
+            if len(path) >= MAX_DEPTH:
+                raise BendingError(
+                    f"{_where(source, path[:3])}: lists and objects nest more than "
+                    f"{MAX_DEPTH} levels deep; a bending configuration never needs as many"
+                )
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            stack.extend((item, (*path, key)) for key, item in items)
+
+
+@cache
+def _validator() -> Any:
+    # Imported here: reading a configuration is rare, importing torchbend is not.
+    from jsonschema import Draft202012Validator, FormatChecker
+
+    formats = FormatChecker(formats=())
+
+    @formats.checks("finite")
+    def _finite(value: object) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return True  # the type is checked on its own
+        try:
+            return math.isfinite(value)
+        except OverflowError:  # an int beyond any float
+            return False
+
+    @formats.checks("regex", raises=(re.error, RecursionError, OverflowError))
+    def _regex(value: object) -> bool:
+        if isinstance(value, str):
+            re.compile(value)
+        return True
+
+    Draft202012Validator.check_schema(SCHEMA)
+    return Draft202012Validator(SCHEMA, format_checker=formats)
+
+
+def _best_error(data: Any) -> Any:
+    """The error of ``data`` to report, if any: one of its first entry with errors (bending 0
+    before bending 1), the most relevant there (jsonschema's choice: the shallowest)."""
+    from jsonschema.exceptions import relevance
+
+    def rank(error: Any) -> tuple[list[int], Any]:
+        entry = [-step if isinstance(step, int) else 0 for step in error.absolute_path][:2]
+        return entry + [0] * (2 - len(entry)), relevance(error)
+
+    return max(_validator().iter_errors(data), key=rank, default=None)
+
+
+_KINDS = {
+    "object": "an object",
+    "array": "a list",
+    "string": "a string",
+    "number": "a number",
+    "integer": "an int",
+    "boolean": "a bool",
+    "null": "null",
+}
+
+
+def _message(error: Any) -> str:
+    """What the schema's ``error`` says, as torchbend says it."""
+    instance, schema, keyword = error.instance, error.schema, error.validator
+    if keyword == "required":
+        missing = [name for name in error.validator_value if name not in instance]
+        return f"missing field {missing[0]!r} ({schema.get('description', 'an object')})"
+    if keyword == "additionalProperties":
+        known = list(schema.get("properties", {}))
+        unknown = [str(name) for name in instance if name not in known]
+        fields = ", ".join(map(repr, known))
+        return f"unknown field {unknown[0]!r}{did_you_mean(unknown[0], known)} (fields: {fields})"
+    if keyword == "format" and error.cause is not None:
+        return f"{_show(instance)} is not a regular expression: {error.cause}"
+    kinds = schema.get("type", [])
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    expected = schema.get("description") or " or ".join(_KINDS[k] for k in kinds)
+    hint = ""
+    if keyword == "type" and isinstance(instance, str) and "array" in kinds:
+        hint = f"; write [{instance!r}] for a list of one"
+    return f"expected {expected or 'something else'}, got {_show(instance)}{hint}"
+
+
+_ENTRIES = {"bendings": "bending", "controls": "control"}
+
+
+def _where(source: str, path: Iterable[str | int]) -> str:
+    """``"bends.json, bending 2, callback.args"``: where ``path`` leads in a configuration."""
+    steps = deque(path)
+    entry = ""
+    if len(steps) >= 2 and str(steps[0]) in _ENTRIES and isinstance(steps[1], int):
+        entry = f", {_ENTRIES[str(steps.popleft())]} {steps.popleft()}"
+    elif steps:
+        entry = f", {steps.popleft()}"
+    field = ""
+    for step in steps:
+        field += f"[{step}]" if isinstance(step, int) else f".{step}"
+    return f"{source}{entry}{', ' + field.lstrip('.') if field else ''}"
+
+
+def _show(value: Any) -> str:
+    """``value`` for an error: its repr, shortened."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
