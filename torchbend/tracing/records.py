@@ -166,8 +166,9 @@ class TracedGraph(torch.fx.Graph):
         self.outputs = outputs
         self.runtime_guards = runtime_guards
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> TracedGraph:
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> TracedGraph:
         # torch.fx.Graph's own deepcopy makes a plain Graph: the records would be lost.
+        memo = {} if memo is None else memo
         new = TracedGraph(
             self,
             copy.deepcopy(self.constants, memo),
