@@ -145,8 +145,8 @@ def test_from_activations_runs_the_graph_traced_for_such_activations():
     # The other branch after m was never traced: an error, not the traced branch's result.
     with pytest.raises(tb.TracingError, match="no traced graph of forward"):
         bended.from_activations("m", m=-z)
-    with pytest.raises(tb.TracingError, match=r"m: \(3, 4\)"):
-        bended.from_activations("m", m=torch.ones(3, 4))
+    # nothing after m reads a size: another batch size runs the same graph
+    assert torch.equal(bended.from_activations("m", m=torch.ones(3, 4)), torch.ones(3, 4) + 100)
     bended.trace(x=-z)  # once a graph took that branch, it is the one that runs
     assert torch.equal(bended.from_activations("m", m=-z), -z)
     assert torch.equal(bended.from_activations("m", m=z), z + 100)
@@ -160,3 +160,25 @@ def test_a_saved_cut_graph_refuses_inputs_that_take_other_decisions():
     assert torch.equal(bended.tail(m=z), first)
     with pytest.raises(tb.TracingError, match="was cut from a graph of forward"):
         bended.tail(m=-z)
+
+
+class Sums(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.l(x)
+        total = y[:, :1]
+        for i in range(1, y.shape[1]):  # a loop as long as a size: unrolled when traced
+            total = total + y[:, i : i + 1]
+        return total
+
+
+def test_from_activations_refuses_shapes_a_graph_baked_sizes_for():
+    torch.manual_seed(0)
+    bended = tb.BendedModule(Sums())
+    bended.trace(x=torch.randn(1, 4))
+    assert torch.equal(bended.from_activations("l", l=torch.ones(1, 4)), torch.full((1, 1), 4.0))
+    with pytest.raises(tb.TracingError, match=r"l: \(1, 8\).*traced with: l: \(1, 4\)"):
+        bended.from_activations("l", l=torch.ones(1, 8))  # the graph would add 4 columns

@@ -62,13 +62,14 @@ def from_activations(
     if method.current is None:
         raise TracingError(f"trace {fn!r} first: bended.trace({fn!r}, <example inputs>)")
     names = tuple(_names(method, table.current(fn), [f"{n}$" for n in names], exact=names))
-    # The graph after the activations was traced for activations of the shapes recorded:
-    # run a graph traced with activations like the given ones, newest first, and the next
-    # one if a decision on their values differs.
+    # A graph that read sizes of the inputs (facts) may have baked them in after the
+    # activations too: run one traced with activations of the given shapes, else any graph;
+    # newest first, and the next one if a decision on their values differs.
     tried: list[str] = []
     for entry in [method.current, *(e for e in method.entries if e is not method.current)]:
         shapes = _recorded(entry, names)
-        if any(_shape(values.get(n)) not in (None, s) for n, s in shapes.items()):
+        sized = any(what in ("shape", "ndim") for _, what, _ in entry.facts)
+        if sized and any(_shape(values.get(n)) not in (None, s) for n, s in shapes.items()):
             tried.append(", ".join(f"{n}: {s}" for n, s in shapes.items()))
             continue
         graph = cut_from(entry.graph, names)
