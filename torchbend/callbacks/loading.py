@@ -194,7 +194,9 @@ def callback_from_name(name: str, imports: Collection[str] | None = None) -> typ
         ) from e
     found: object = module
     for part in qualname.split("."):
-        found = getattr(found, part, None)
+        # What is defined there, not getattr: a module's __getattr__ may import (torch
+        # imports torch._inductor when it is first looked up), and a name must run nothing.
+        found = vars(found).get(part) if hasattr(found, "__dict__") else None
         if found is None:
             raise BendingError(f"cannot find callback {name}: {module_name} has no {qualname}")
     if not (inspect.isclass(found) and issubclass(found, BendingCallback)):
