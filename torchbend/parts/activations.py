@@ -11,7 +11,7 @@ import torch.fx
 from ..errors import SelectionError, TracingError, did_you_mean
 from ..rewriting import build_graph_module
 from ..selection import select
-from ..tracing import DecisionChanged, TracedGraph, record_of
+from ..tracing import DecisionChanged, TracedGraph
 from ..tracing.surgery import cut_from, keep_until
 from .dispatch import Entry, Method
 from .methods import MethodTable
@@ -67,10 +67,10 @@ def from_activations(
     # newest first, and the next one if a decision on their values differs.
     tried: list[str] = []
     for entry in [method.current, *(e for e in method.entries if e is not method.current)]:
-        shapes = _recorded(entry, names)
-        sized = any(what in ("shape", "ndim") for _, what, _ in entry.facts)
-        if sized and any(_shape(values.get(n)) not in (None, s) for n, s in shapes.items()):
-            tried.append(", ".join(f"{n}: {s}" for n, s in shapes.items()))
+        read = {what for _, what, _ in entry.facts}
+        seen = {n: entry.shapes.get(n, set()) for n in names}
+        if not all(_fits(values.get(n), seen[n], read) for n in names):
+            tried.append(", ".join(f"{n}: {' or '.join(map(str, sorted(seen[n])))}" for n in names))
             continue
         graph = cut_from(entry.graph, names)
         needed = [str(n.target) for n in graph.nodes if n.op == "placeholder"]
@@ -94,9 +94,16 @@ def from_activations(
     )
 
 
-def _recorded(entry: Entry, names: Sequence[str]) -> dict[str, Any]:
-    by_name = {n.name: n for n in entry.graph.nodes}
-    return {n: tuple(record_of(by_name[n]).shape or ()) for n in names if n in by_name}
+def _fits(value: Any, seen: set[tuple[int, ...]], read: set[str]) -> bool:
+    """Whether ``value`` may stand for an activation a graph had the ``seen`` shapes for,
+    when its decisions read ``read`` of its inputs: a shape it was traced with if sizes were
+    read (a loop as long as a size is unrolled), a rank it was traced with if ranks were."""
+    shape = _shape(value)
+    if shape is None or not seen:
+        return True
+    if "shape" in read:
+        return shape in seen
+    return "ndim" not in read or any(len(shape) == len(s) for s in seen)
 
 
 def _shape(value: Any) -> tuple[int, ...] | None:

@@ -78,11 +78,22 @@ class Entry:
             if n.op == "placeholder" and not str(n.target).startswith("*")
         )
         assert set(self.input_names) <= set(names)
+        self.shapes: dict[str, set[tuple[int, ...]]] = {}
+        """The shapes each tensor activation had in the traces this graph serves (one per
+        set of sizes of the inputs that gave this same graph)."""
+        self.remember(result)
         self.gm: torch.fx.GraphModule | None = None
         self.folded: FoldedGraph | None = None
         """``gm`` with its static channel bendings folded into weights, if any fold."""
         self.backend = "concrete"
         """Name of the tracing backend that traced the graph."""
+
+    def remember(self, result: TracedGraph) -> None:
+        """Keep the activation shapes of a trace that gave this graph."""
+        for node in result.nodes:
+            record = record_of(node)
+            if record.is_tensor and record.shape is not None:
+                self.shapes.setdefault(node.name, set()).add(tuple(record.shape))
 
     def key(self, inputs: dict[str, Any]) -> tuple[Any, ...]:
         """The guard key of ``inputs``: the kinds of all arguments (``None`` or a tensor, an

@@ -309,6 +309,7 @@ class MethodTable:
             if entry.same_decisions(result, training):
                 if keep:
                     entry.keys.add(entry.key(inputs))
+                    entry.remember(result)
                 return entry, result
         entry = Entry(result, training, method.signature.names)
         entry.backend = backend.name
