@@ -42,7 +42,12 @@ def get_activations(
         # from the graph's: trace the graph these inputs take, and run that one.
         entry = table.trace_decisions(method, inputs)
         names = _names(method, entry, patterns)
-        result = _run(table, method, entry, keep_until(entry.graph, names), inputs, bended, save_as)
+        try:
+            result = _run(
+                table, method, entry, keep_until(entry.graph, names), inputs, bended, save_as
+            )
+        except DecisionChanged as e:
+            raise table.unstable(method, entry, e) from None
     return result
 
 

@@ -420,13 +420,18 @@ class MethodTable:
         try:
             return entry.gm(*[inputs[n] for n in entry.input_names])
         except DecisionChanged as e:
-            step = entry.result.flow_steps[e.step]
-            raise TracingError(
-                f"{self.owner}.{method.name}: decision {step.kind} '{step.name}' at {step.file} "
-                f"was {e.expected!r} while tracing these inputs and {e.got!r} when running "
-                "them: it depends on values drawn anew at each call (a random constructor, or "
-                "a Noise bending on an activation before it)."
-            ) from None
+            raise self.unstable(method, entry, e) from None
+
+    def unstable(self, method: Method, entry: Entry, e: DecisionChanged) -> TracingError:
+        """The error for a graph just traced on inputs that takes another decision when run
+        on them."""
+        step = entry.result.flow_steps[e.step]
+        return TracingError(
+            f"{self.owner}.{method.name}: decision {step.kind} '{step.name}' at {step.file} "
+            f"was {e.expected!r} while tracing these inputs and {e.got!r} when running "
+            "them: it depends on values drawn anew at each call (a random constructor, or "
+            "a Noise bending on an activation before it)."
+        )
 
     # -- derived methods and graphs ----------------------------------------------------------------
 
