@@ -18,7 +18,7 @@ from torch import nn
 from .callbacks.base import BendingCallback
 from .config import BendingConfig
 from .controls import BendingParameter
-from .errors import SelectionError, TracingError
+from .errors import BendingError, SelectionError, TracingError
 from .parts.activations import from_activations, get_activations, to_tensordict
 from .parts.backend import Backend
 from .parts.bendings import Bending, BendingSet, check_callback
@@ -369,13 +369,14 @@ class BendedModule(nn.Module):
         return self
 
     def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_lock"]  # a lock cannot be copied or pickled: each copy gets its own
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        self._lock = threading.RLock()
+        # Graphs, views and slots point at the wrapped module's tensors and at each other: a
+        # copy made attribute by attribute would run on a mix of the two modules' weights.
+        raise BendingError(
+            f"a BendedModule of {type(self.module).__name__} cannot be copied or pickled; "
+            "wrap a copy of the model and bend it the same way: "
+            "tb.BendedModule(copy.deepcopy(model)).bend(bended.bending_config()) after "
+            "tracing it, or save the bending with bended.bending_config().save(path)"
+        )
 
     def bended_state_dict(self) -> dict[str, torch.Tensor]:
         """The wrapped module's state dict with bent weights in place of the originals."""
