@@ -657,9 +657,7 @@ def test_selection_mistakes_are_clear_errors():
             return self.a(x, x, x)[0]
 
     bended = tb.BendedModule(Attend())
-    with pytest.raises(
-        tb.TracingError, match=r"by a string, got Tensor of shape \(1, 3, 8\)"
-    ):
+    with pytest.raises(tb.TracingError, match=r"by a string, got Tensor of shape \(1, 3, 8\)"):
         bended.trace(torch.randn(1, 3, 8))
     bended.trace(x=torch.randn(1, 3, 8))
     with pytest.raises(tb.SelectionError, match="the empty pattern '' would match every"):
