@@ -1124,3 +1124,30 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "audio" in item.keywords:
             item.add_marker(skip)
+
+
+# -- hypothesis profiles (tests/test_properties.py) --------------------------------------------
+# "ci" (the default): deterministic examples, no deadline (a first call traces), no example
+# database written into the tree, and no shrinking, so that a failure costs no more time than a
+# pass (the failing example is printed as generated; it replays with the same profile).
+# "long" (HYPOTHESIS_PROFILE=long): ten times the examples, random, shrunk to a minimal failing
+# example: about ten minutes for tests/test_properties.py.
+
+try:
+    import hypothesis as _hypothesis
+except ImportError:  # hypothesis is a dev dependency: the rest of the suite runs without it
+    pass
+else:
+    _hypothesis.settings.register_profile(
+        "ci",
+        deadline=None,
+        derandomize=True,
+        database=None,
+        phases=(_hypothesis.Phase.explicit, _hypothesis.Phase.reuse, _hypothesis.Phase.generate),
+    )
+    _hypothesis.settings.register_profile(
+        "long", deadline=None, derandomize=False, database=None, print_blob=True
+    )
+    import os as _os
+
+    _hypothesis.settings.load_profile(_os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -72,8 +72,10 @@ def from_activations(
     # newest first, and the next one if a decision on their values differs.
     tried: list[str] = []
     for entry in [method.current, *(e for e in method.entries if e is not method.current)]:
+        if any(n not in entry.shapes for n in names):  # a graph of other decisions
+            continue
         read = {what for _, what, _ in entry.facts}
-        seen = {n: entry.shapes.get(n, set()) for n in names}
+        seen = {n: entry.shapes[n] for n in names}
         if not all(_fits(values.get(n), seen[n], read) for n in names):
             tried.append(", ".join(f"{n}: {' or '.join(map(str, sorted(seen[n])))}" for n in names))
             continue
