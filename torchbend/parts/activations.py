@@ -32,22 +32,19 @@ def get_activations(
     method = table.method(fn)
     inputs = method.signature.bind((), inputs)  # defaults of the method filled in
     entry = table.entry_for(method, inputs)
-    names = _names(method, entry, patterns)
-    try:
-        result: dict[str, Any] = _run(
-            table, method, entry, keep_until(entry.graph, names), inputs, bended, save_as
-        )
-    except DecisionChanged:
-        # A decision on the values of these inputs (not on their kinds or shapes) differs
-        # from the graph's: trace the graph these inputs take, and run that one.
-        entry = table.trace_decisions(method, inputs)
+    for retry in (False, True):
         names = _names(method, entry, patterns)
         try:
-            result = _run(
+            result: dict[str, Any] = _run(
                 table, method, entry, keep_until(entry.graph, names), inputs, bended, save_as
             )
+            break
         except DecisionChanged as e:
-            raise table.unstable(method, entry, e) from None
+            if retry:
+                raise table.unstable(method, entry, e) from None
+            # A decision on the values of these inputs (not on their kinds or shapes)
+            # differs from the graph's: trace the graph these inputs take, and run that one.
+            entry = table.trace_decisions(method, inputs)
     return result
 
 

@@ -68,18 +68,20 @@ def own_error(
     (leaving no trace), or ``None``: when tracing failed, the module's own message, with
     values where the trace's would show proxies."""
     found: Exception | None = None
-    state = RandomState(generators)
-    with (
-        contextlib.suppress(TracingError),
-        kept_attributes(root),
-        kept_buffers(root),
-        state.replayed(),
-    ):
+    with contextlib.suppress(TracingError), untouched(root, RandomState(generators)):
         try:
             call_method(root, method, clone_inputs(inputs))
         except Exception as e:
             found = e
     return found
+
+
+@contextlib.contextmanager
+def untouched(root: nn.Module, state: RandomState) -> Iterator[None]:
+    """Run a block from ``state``, then put back ``root``'s plain attributes and buffers and
+    every generator: a run made to check or to explain leaves no trace."""
+    with kept_attributes(root), kept_buffers(root), state.replayed():
+        yield
 
 
 @contextlib.contextmanager
@@ -178,7 +180,7 @@ class GraphCheck:
     def replayed(self) -> Iterator[None]:
         # In the caller's grad mode, as the trace ran: code may branch on it. A backend that
         # does not see Python state change (torch.export restores it) would bake in one value.
-        with kept_attributes(self.root), kept_buffers(self.root), self.state.replayed():
+        with untouched(self.root, self.state):
             yield
 
     def eager(self) -> Any:
