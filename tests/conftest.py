@@ -1130,8 +1130,8 @@ def pytest_collection_modifyitems(config, items):
 # "ci" (the default): deterministic examples, no deadline (a first call traces), no example
 # database written into the tree, and no shrinking, so that a failure costs no more time than a
 # pass (the failing example is printed as generated; it replays with the same profile).
-# "long" (HYPOTHESIS_PROFILE=long): ten times the examples, random, shrunk to a minimal failing
-# example: about ten minutes for tests/test_properties.py.
+# "long" (HYPOTHESIS_PROFILE=long): 15 times the examples, random, shrunk to a minimal failing
+# example: about ten minutes for tests/test_properties.py when everything passes.
 
 try:
     import hypothesis as _hypothesis

@@ -11,6 +11,7 @@ import copy
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -34,8 +35,8 @@ class ConvStack(nn.Module):
         self.act_mid = nn.Tanh()
         self.conv_out = nn.Conv1d(4, 1, 1)
         with torch.no_grad():
-            self.norm.running_mean.uniform_(-0.5, 0.5)
-            self.norm.running_var.uniform_(0.5, 2.0)
+            for buffer, low, high in [("running_mean", -0.5, 0.5), ("running_var", 0.5, 2.0)]:
+                self.norm.get_buffer(buffer).uniform_(low, high)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.act_in(self.conv_in(x))
@@ -97,6 +98,10 @@ class ModelSpec:
     """Standard deviation of the random inputs."""
     value_decisions: bool = False
     """Whether the model takes decisions on tensor values (which exports do not check)."""
+
+    def inputs(self, x: torch.Tensor) -> dict[str, Any]:
+        """``x`` by the name of the input, as ``trace`` and ``get_activations`` take it."""
+        return {self.input: x}
 
 
 MODELS: dict[str, ModelSpec] = {

@@ -128,6 +128,21 @@ def test_get_activations_fills_defaults_and_follows_decisions_on_values():
         assert torch.equal(bended.get_activations("m$", x=xx)["m"], want)
 
 
+def test_unbent_activations_follow_the_decisions_the_unbent_model_takes():
+    # A bent weight flips a decision on values: the kept graphs take the other branch, and the
+    # unbent activations come from the module's own decisions (a trace without bendings).
+    net = identity_branchy()
+    bended = tb.BendedModule(net)
+    x = torch.ones(1, 4)
+    bended.trace(x=x)
+    bended.bend(tb.Bias(-10.0), r"^l\.bias$")
+    bent = bended.get_activations("m$", x=x)["m"]
+    assert torch.equal(bent, net.m(net.l(x) - 10 - 1))  # the bent branch: y - 1
+    plain = bended.get_activations("m$", bended=False, x=x)["m"]
+    assert torch.equal(plain, net.m(net.l(x) * 2))  # the module's own: y * k
+    assert torch.equal(bended.get_activations("m$", x=x)["m"], bent)  # nothing kept unbent
+
+
 def identity_branchy() -> Branchy:
     net = Branchy()
     with torch.no_grad():

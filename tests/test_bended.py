@@ -577,6 +577,22 @@ def test_a_bend_that_fails_half_way_leaves_the_module_as_it_was():
     assert torch.equal(bended(x), before[2]) and len(bended.bendings) == 1
 
 
+def test_a_refused_bend_leaves_its_callback_no_target_to_derive_state_for():
+    bended, model, x = small()
+    p = tb.BendingParameter("p", 0.5)
+    bended.bend(tb.Mask(p, seed=0), r"0\.weight")
+    ablate = tb.Ablate(fraction=p, dim=-2, seed=0)  # follows p too, refuses 1-d biases
+    with pytest.raises(tb.BendingError, match="dim=-2 is out of range"):
+        bended.bend(ablate, r"2\.weight", r"0\.bias")  # the weight registers, the bias not
+    assert not ablate._targets and not list(ablate.buffers())
+    bended.update("p", 0.0)  # the refused Ablate derives nothing: no error
+    assert torch.equal(bended(x), model(x))
+    chain = tb.Scale(2.0) >> tb.Ablate(fraction=0.5, dim=-2, seed=0)
+    with pytest.raises(tb.BendingError, match="dim=-2 is out of range"):
+        bended.bend(chain, r"0\.bias")
+    assert not any(cb._targets for cb in chain.chained())
+
+
 def test_controls_at_rest_do_not_ramp_and_reset_ends_ramps_under_way():
     bended, model, x = small()
     gain = tb.BendingParameter("gain", 1.0, ramp=8)

@@ -331,6 +331,7 @@ GARBAGE = [
     ({**_config({"class": "Scale"}), "bendings": None}, r"bendings: expected a list of bendings"),
     (_config({"class": "Scale", "args": {"scael": 2.0}}), r"does not take these arguments"),
     (_config({"class": "Ablate", "args": {"channels": "ab"}}), r"^bends.json, bending 0: "),
+    (_config({"class": "Chain"}), r"^bends.json, bending 0, callback: .*args"),
 ]
 
 

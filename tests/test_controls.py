@@ -260,3 +260,14 @@ def test_a_control_bound_to_an_argument_refuses_what_the_argument_refuses(bended
     assert torch.equal(bended(x), before)
     bended.update("prob", 0.5)
     assert torch.equal(bended(x), torch.zeros(1, 1, 32))  # Mask.prob 1: b's output zeroed
+
+
+def test_a_reversed_view_bounds_the_control_the_other_way_round(bended):
+    keep = tb.BendingParameter("keep", 0.5, clamp=True)
+    bended.bend(tb.Mask(prob=1.0 - keep, dim=-2, seed=0), "b$")  # prob in [0, 1]: keep too
+    assert keep.limits() == (0.0, 1.0)
+    bended.update("keep", 3.0)
+    assert keep.get() == 1.0
+    free = tb.BendingParameter("free", 0.5, range=(0.0, 2.0), clamp=True)
+    bended.bend(tb.Scale(1.0 - free), "a$")  # a reversed view of an unbounded argument
+    assert free.limits() == (0.0, 2.0)

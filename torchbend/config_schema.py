@@ -132,6 +132,7 @@ SCHEMA: dict[str, Any] = {
             # A chain's argument is the list of its callbacks; other callbacks take arguments.
             "if": {"properties": {"class": {"const": "Chain"}}},
             "then": {
+                "required": ["args"],
                 "properties": {
                     "args": {
                         "required": ["callbacks"],
@@ -145,7 +146,7 @@ SCHEMA: dict[str, Any] = {
                         },
                         "description": "{'callbacks': [...]}",
                     }
-                }
+                },
             },
             "else": {
                 "properties": {

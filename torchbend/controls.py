@@ -81,9 +81,13 @@ class Bound:
                 -math.inf if self.low is None else self.low,
                 math.inf if self.high is None else self.high,
             )
+        if self.scale < 0:  # a reversed view: the argument's high bound is the control's low
+            low = -math.inf if self.high is None else (self.high - self.offset) / self.scale
+            high = math.inf if self.low is None else (self.low - self.offset) / self.scale
+            return low, high
         low = -math.inf if self.low is None else (self.low - self.offset) / self.scale
         high = math.inf if self.high is None else (self.high - self.offset) / self.scale
-        return (low, high) if self.scale > 0 else (high, low)
+        return low, high
 
 
 def _interval_text(low: float, high: float) -> str:
@@ -234,6 +238,11 @@ class BendingParameter:
                 f"{_interval_text(low, high)}, or make the control clamp (clamp=True)"
             )
         return number
+
+    def limits(self) -> tuple[float, float]:
+        """``(low, high)``: the values this control takes, within its range and the bounds of
+        the arguments it drives (where a control that clamps brings other values)."""
+        return self._limits(self.bounds())
 
     def _limits(self, bounds: list[Bound], ranged: bool = True) -> tuple[float, float]:
         """``(low, high)``: the values of the control that ``bounds`` admit (and its range, if

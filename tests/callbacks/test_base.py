@@ -101,6 +101,18 @@ def test_every_scriptable_callback_scripts_to_the_same_bending(make):
         assert torch.equal(bits(scripted(x, ACT)), bits(eager(x, ACT)))
 
 
+@pytest.mark.parametrize("make", SCRIPTABLE, ids=lambda make: type(make()).__name__)
+def test_every_scriptable_callback_scripts_to_the_same_bending_of_weights(make):
+    # What exported modules call when a control moves: each weight's own draw (Noise's from
+    # the seed and the weight's name) as in Python.
+    from torchbend.export.build import ScriptedWeightCallback
+
+    eager = registered(make())
+    scripted = torch.jit.script(ScriptedWeightCallback(registered(make())))
+    w = signed_randn(*SHAPE)
+    assert torch.equal(bits(scripted.bend_weight(w, ACT)), bits(eager.bend_weight(w, ACT)))
+
+
 @pytest.mark.parametrize(
     "make",
     [c[1] for c in NEUTRAL if c[1]().scriptable],

@@ -78,6 +78,56 @@ def test_out_of_range_is_refused_or_clamped():
     assert scripted.get_depth() == 1.0
 
 
+def test_setters_refuse_or_clamp_what_the_arguments_they_drive_refuse():
+    # Controls with no range of their own: the bounds come from Noise.std (>= 0) and from
+    # Dilate.size (>= 1), through a view for the second.
+    bended, _ = bended_net()
+    depth = tb.BendingParameter("d", 0.1)
+    size = tb.BendingParameter("s", 2, clamp=True)
+    bended.bend(tb.Noise(std=depth, seed=0), "conv$")
+    bended.bend(tb.Dilate(size=size * 2), "tanh$")
+    scripted = torchscript(bended)
+    for value in (-0.5, float("inf")):
+        with pytest.raises(tb.BendingError):
+            bended.update("d", value)
+        assert scripted.set_d(value) == -1 and scripted.get_d() == 0.1
+    bended.update("s", -3)  # clamps: the smallest size Dilate takes is 1, so s = 1
+    assert scripted.set_s(-3) == 0 and scripted.get_s() == size.get() == 1
+    x = torch.randn(2, 1, 32)
+    with torch.no_grad():
+        assert torch.equal(scripted(x), bended(x))
+
+
+def test_seeded_noise_on_a_weight_follows_its_control_when_scripted():
+    bended, _ = bended_net()
+    bended.bend(tb.Noise(std=tb.BendingParameter("std", 0.1), seed=3), r"out\.weight")
+    scripted = torchscript(bended)
+    x = torch.randn(2, 1, 32)
+    for value in (0.1, 0.4, 0.0):
+        assert scripted.set_std(value) == 0
+        bended.update("std", value)
+        with torch.no_grad():
+            assert torch.equal(scripted(x), bended(x)), value
+
+
+def test_a_callback_that_does_not_compile_says_why_every_time():
+    class Imports(tb.BendingCallback):
+        def bend(self, x, name):
+            import math
+
+            return x * math.pi
+
+        @classmethod
+        def neutral_setting(cls):
+            return None
+
+    bended, _ = bended_net()
+    bended.bend(Imports(), "tanh$")
+    for _ in range(2):  # TorchScript keeps the class half-compiled: the reason is kept
+        with pytest.raises(ExportError, match="import statements aren't supported"):
+            torchscript(bended)
+
+
 def test_every_traced_method_is_exported():
     bended, _ = bended_net(encode=True)
     scripted = torchscript(bended)

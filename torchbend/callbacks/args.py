@@ -17,6 +17,7 @@ __all__ = [
     "kept_shape",
     "normalized_dim",
     "target_generator",
+    "target_seed",
 ]
 
 
@@ -85,9 +86,15 @@ def target_generator(seed: int | None, name: str) -> torch.Generator | None:
     The target's name is mixed into the seed so that each target gets its own draw, the same
     whatever order the targets are registered in.
     """
+    mixed = target_seed(seed, name)
+    return None if mixed is None else torch.Generator().manual_seed(mixed)
+
+
+def target_seed(seed: int | None, name: str) -> int | None:
+    """The seed of :func:`target_generator` (``None`` for ``None``)."""
     if seed is None:
         return None
-    return torch.Generator().manual_seed((seed * 0x9E3779B1 + zlib.crc32(name.encode())) % 2**63)
+    return (seed * 0x9E3779B1 + zlib.crc32(name.encode())) % 2**63
 
 
 def draw_key(name: str) -> str:

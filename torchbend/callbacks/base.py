@@ -128,9 +128,33 @@ class BendingCallback(nn.Module):
     def register(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
-        """Record target ``name`` and allocate its state (what ``BendedModule.bend`` calls)."""
+        """Record target ``name`` and allocate its state (what ``BendedModule.bend`` calls).
+
+        All or nothing: a target that :meth:`register_target` refuses is left as it was (not
+        recorded if new), so that a control moved later does not derive state for it.
+        """
+        before = self._targets.get(name)
+        buffer = self._state_names.get(name)
+        state = None if buffer is None else getattr(self, buffer)
         self._targets[name] = (torch.Size(shape), dtype, device)
-        self.register_target(name, torch.Size(shape), dtype, device)
+        try:
+            self.register_target(name, torch.Size(shape), dtype, device)
+        except BaseException:
+            self.unregister(name)
+            if before is not None:
+                self._targets[name] = before
+            if state is not None:
+                self.add_state(name, state)
+            raise
+
+    def unregister(self, name: str) -> None:
+        """Forget target ``name`` and the state kept for it (a bending taken back)."""
+        self._targets.pop(name, None)
+        self._fitted.pop(name, None)
+        buffer = self._state_names.pop(name, None)
+        if buffer is not None:
+            delattr(self, buffer)
+            self.revision += 1
 
     def forward(self, x: torch.Tensor, name: str = "") -> torch.Tensor:
         return self.bend(x, name)
@@ -234,7 +258,10 @@ class BendingCallback(nn.Module):
         """Keep ``tensor`` as this callback's state for target ``name`` (a buffer)."""
         buffer = self._state_names.get(name)
         if buffer is None:
-            buffer = f"state_{len(self._state_names)}_{re.sub(r'[^0-9a-zA-Z_]', '_', name)}"
+            index, taken = 0, set(self._state_names.values())
+            while f"state_{index}_{re.sub(r'[^0-9a-zA-Z_]', '_', name)}" in taken:
+                index += 1
+            buffer = f"state_{index}_{re.sub(r'[^0-9a-zA-Z_]', '_', name)}"
             self._state_names[name] = buffer
         self.register_buffer(buffer, tensor)
         self.revision += 1
@@ -356,8 +383,21 @@ class Chain(BendingCallback):
     def register(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
+        done: list[BendingCallback] = []
+        try:
+            for cb in self.chained():
+                new = name not in cb._targets
+                cb.register(name, shape, dtype, device)
+                if new:
+                    done.append(cb)
+        except BaseException:
+            for cb in done:  # all or nothing, as for one callback
+                cb.unregister(name)
+            raise
+
+    def unregister(self, name: str) -> None:
         for cb in self.chained():
-            cb.register(name, shape, dtype, device)
+            cb.unregister(name)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device

@@ -6,7 +6,7 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dims, kept_shape, target_generator
+from .args import as_dims, kept_shape, target_seed
 from .argument import Argument
 from .seeded import Seeded
 
@@ -63,6 +63,10 @@ class Noise(Seeded):
     dims: list[int] | None
     """The axes the noise varies along (``None``: every axis)."""
 
+    weight_seeds: dict[str, int]
+    """The seed of each bent weight's noise: ``seed`` mixed with the weight's name (computed
+    in Python, so that scripted weights draw the same noise as here)."""
+
     std = Argument(float, low=0.0, neutral=0.0, meaning="a standard deviation", ramps=True)
 
     def __init__(
@@ -81,12 +85,18 @@ class Noise(Seeded):
         self.op = op
         self.dim = dim
         self.dims = as_dims(type(self).__name__, dim)
+        self.weight_seeds = {}
         self.redraw()
 
     def redraw(self) -> None:
         # The activations' noise comes from one generator, started again from a new seed;
         # a weight's noise is drawn when it is bent, from the seed and its name.
         self.generator = None if self.seed is None else torch.Generator().manual_seed(self.seed)
+        self.weight_seeds = {
+            name: seed
+            for name in self._targets
+            if (seed := target_seed(self.seed, name)) is not None
+        }
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -96,12 +106,22 @@ class Noise(Seeded):
                 kept_shape(list(shape), self.dims)
             except BendingError as e:
                 raise BendingError(f"{self!r} cannot bend '{name}': {e}") from None
+        seed = target_seed(self.seed, name)
+        if seed is not None:
+            self.weight_seeds[name] = seed
+
+    def unregister(self, name: str) -> None:
+        super().unregister(name)
+        self.weight_seeds.pop(name, None)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         return self._add_noise(x, self.generator, self.along("std", x))
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
-        return self._add_noise(weight, target_generator(self.seed, name), self.std)
+        generator: torch.Generator | None = None
+        if name in self.weight_seeds:
+            generator = torch.Generator().manual_seed(self.weight_seeds[name])
+        return self._add_noise(weight, generator, self.std)
 
     def _add_noise(
         self,

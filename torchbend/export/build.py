@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math  # noqa: F401  (read by the TorchScript source defined in script())
 import warnings
+import weakref
 from collections.abc import Sequence
 
 import torch
@@ -100,16 +101,26 @@ def build(plan: ExportPlan) -> ExportedModule:
     return ExportedModule(graphs, scripted, weights, values)
 
 
+_FAILED: weakref.WeakKeyDictionary[type, dict[bool, str]] = weakref.WeakKeyDictionary()
+"""What TorchScript said the first time it could not compile a callback class (for weights or
+not): compiling it again only says that the class is half-defined ("Can't redefine method")."""
+
+
 def _script_callback(leaf: BendingCallback, weights: bool) -> nn.Module:
     cb = copy.deepcopy(leaf)
     wrapper = ScriptedWeightCallback(cb) if weights else ScriptedCallback(cb)
     try:
         return _script(wrapper)
     except Exception as e:
+        said = error_summary(e)
+        first = _FAILED.setdefault(type(leaf), {})
+        if "Can't redefine method" in said and weights in first:
+            said = first[weights]  # what was wrong, not the half-compiled class it left
+        first.setdefault(weights, said)
         what = "bend(x, name) and bend_weight(weight, name)" if weights else "bend(x, name)"
         raise ExportError(
             f"TorchScript could not compile {leaf!r}: its {what} must be scriptable "
-            f"(see docs/callbacks.md). TorchScript said: {error_summary(e)}"
+            f"(see docs/callbacks.md). TorchScript said: {said}"
         ) from e
 
 

@@ -97,17 +97,9 @@ def _control_source(name: str, c: PlannedControl, getters: str) -> list[str]:
     kind = {"float": "float", "int": "int", "bool": "bool"}[control.kind]
     lines = [f"def set_{name}(self, value: {kind}) -> int:"]
     if kind == "float":
-        lines += ["    if math.isnan(value):", "        return -1"]
-    if control.range is not None and kind != "bool":
-        low, high = control.range
-        if kind == "int":
-            lo, hi = repr(math.ceil(low)), repr(math.floor(high))
-        else:
-            lo, hi = repr(float(low)), repr(float(high))
-        lines += [f"    if value < {lo} or value > {hi}:"]
-        lines += [
-            f"        value = min(max(value, {lo}), {hi})" if control.clamp else "        return -1"
-        ]
+        lines += ["    if math.isnan(value) or math.isinf(value):", "        return -1"]
+    if kind != "bool":
+        lines += _admits_source(c)
     lines += [f"    self.tb_control_{name} = value"]
     for i, argument, source in c.writes:
         assignments = argument.assignments(f"self.tb_callback_{i}.callback", source, "value")
@@ -122,6 +114,45 @@ def _control_source(name: str, c: PlannedControl, getters: str) -> list[str]:
     else:
         lines += [f"def get_{name}(self) -> {kind}:", f"    return self.tb_control_{name}"]
     return lines
+
+
+def _admits_source(c: PlannedControl) -> list[str]:
+    """What the control's ``set`` does with a value outside its range or outside the bounds
+    of the arguments it drives: refuse it (return -1), or bring it into them if it clamps."""
+    control = c.control
+    tests = []
+    if control.range is not None:
+        low, high = control.range
+        if control.kind == "int":
+            low, high = math.ceil(low), math.floor(high)
+        tests += [f"value < {_number(low)}", f"value > {_number(high)}"]
+    for bound in control.bounds():  # as Bound.admits: the argument's value within its bounds
+        value = "value"
+        if (bound.scale, bound.offset) != (1.0, 0.0):
+            value = f"(float(value) * {bound.scale!r} + {bound.offset!r})"
+            if bound.finite:
+                tests.append(f"math.isinf({value})")
+        if bound.low is not None:
+            tests.append(f"{value} < {_number(bound.low)}")
+        if bound.high is not None:
+            tests.append(f"{value} > {_number(bound.high)}")
+    if not tests:
+        return []
+    lines = [f"    if {' or '.join(tests)}:"]
+    if not control.clamp:
+        return [*lines, "        return -1"]
+    low, high = control.limits()
+    clamped = "value"
+    if not math.isinf(low):
+        clamped = f"max({clamped}, {_number(low)})"
+    if not math.isinf(high):
+        clamped = f"min({clamped}, {_number(high)})"
+    return [*lines, f"        value = {clamped}"]
+
+
+def _number(x: float) -> str:
+    """``x`` as TorchScript source (an int stays an int: 64-bit bounds are exact)."""
+    return repr(x) if isinstance(x, int) and not isinstance(x, bool) else repr(float(x))
 
 
 def contract_source(methods: Sequence[str], attributes: Sequence[str]) -> str:

@@ -44,7 +44,13 @@ def get_activations(
                 raise table.unstable(method, entry, e) from None
             # A decision on the values of these inputs (not on their kinds or shapes)
             # differs from the graph's: trace the graph these inputs take, and run that one.
-            entry = table.trace_decisions(method, inputs)
+            # Unbent, they may take other decisions than bent (a bent weight flips a test):
+            # then the graph is the module's own, traced without bendings.
+            entry = (
+                table.trace_decisions(method, inputs)
+                if bended or save_as is not None
+                else table.trace_unbent(method, inputs)
+            )
     return result
 
 

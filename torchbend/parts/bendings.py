@@ -102,9 +102,14 @@ class BendingSet:
     ) -> Bending:
         """Add a bending of the selected targets; ``weights`` are the originals it bends."""
         bending = Bending(callback, tuple(patterns), fn, selection.weights, selection.activations)
-        for name in bending.weights:
-            w = weights[name]
-            callback.register(name, w.shape, w.dtype, w.device)
+        try:
+            for name in bending.weights:
+                w = weights[name]
+                callback.register(name, w.shape, w.dtype, w.device)
+                bending.registered.add(name)
+        except BaseException:
+            self._forget(bending)
+            raise
         self._bendings.append(bending)
         self.generation += 1
         if not any(cb is callback for cb in self.callbacks):
@@ -153,11 +158,22 @@ class BendingSet:
     def remove(self, bending: Bending) -> None:
         """Take ``bending`` out (a bend() that failed half-way)."""
         self._bendings = [b for b in self._bendings if b is not bending]
+        self._forget(bending)
         if all(b.callback is not bending.callback for b in self._bendings):
             kept = [cb for cb in self.callbacks if cb is not bending.callback]
             del self.callbacks[:]
             self.callbacks.extend(kept)
         self.generation += 1
+
+    def _forget(self, bending: Bending) -> None:
+        """Unregister the targets only ``bending`` gave its callback: a callback taken out
+        keeps no state for them, and a control it follows derives none."""
+        for key in bending.registered:
+            if not any(
+                b is not bending and b.callback is bending.callback and key in b.registered
+                for b in self._bendings
+            ):
+                bending.callback.unregister(key)
 
     def clear(self) -> None:
         self._bendings.clear()

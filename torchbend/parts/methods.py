@@ -54,6 +54,10 @@ def signature_of(fn: Callable[..., Any]) -> inspect.Signature:
     )
 
 
+def _unbent(node: torch.fx.Node, value: Any) -> Any:
+    return value
+
+
 def make_backend(
     spec: Backend | str, leaves: Sequence[type | str] = (), module: nn.Module | None = None
 ) -> Backend:
@@ -247,6 +251,28 @@ class MethodTable:
         """The graph of the decisions bound ``inputs`` take, traced if new: for inputs whose
         kinds and shapes select a graph that took other decisions on their values."""
         return self._trace_entry(method, inputs)[0]
+
+    def trace_unbent(self, method: Method, inputs: dict[str, Any]) -> Entry:
+        """A graph of ``method`` traced on the wrapped module itself, nothing bent, and not
+        kept: for unbent activations of inputs whose decisions a bending changes (a bent
+        weight that flips a test on values takes the other branch in every kept graph)."""
+        backend = self.backend
+        failures = []
+        for each in backend.backends if isinstance(backend, AutoBackend) else (backend,):
+            state = RandomState(self.hooks.generators())
+            try:
+                with state.replayed():
+                    result = each.trace(self.module, method.name, inputs, _unbent)
+            except Exception as e:
+                failures.append(f"{each.name} backend: {type(e).__name__}: {e}")
+                continue
+            entry = Entry(result, self.module.training, method.signature.names)
+            entry.backend = each.name
+            return entry
+        raise TracingError(
+            f"{self.owner}.{method.name}: could not trace it unbent on these inputs.\n- "
+            + "\n- ".join(failures)
+        )
 
     def lookup(self, method: Method, inputs: dict[str, Any]) -> Entry | None:
         training = self.module.training
