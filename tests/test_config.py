@@ -14,6 +14,7 @@ from torch import nn
 
 import torchbend as tb
 from torchbend.config import FORMAT, VERSION
+from torchbend.controls import Widget
 
 
 class Net(nn.Module):
@@ -57,6 +58,61 @@ def test_config_of_a_bended_module_round_trips_exactly(tmp_path):
     other.update("gain", 1.5)
     bended.update("gain", 1.5)
     assert torch.equal(other(x), bended(x))
+
+
+def test_widgets_round_trip_and_only_what_differs_from_the_derived_one_is_saved(tmp_path):
+    cutoff = tb.BendingParameter(
+        "cutoff",
+        0.5,
+        range=(0.01, 1.0),
+        widget=Widget(unit="Hz", curve="log", label="Cutoff", group="filter", step=0.01),
+    )
+    wave = tb.BendingParameter("wave", 1, range=(0, 2), widget=Widget(choices=("a", "b", "c")))
+    mute = tb.BendingParameter("mute", False, widget=Widget(group="filter"))
+    plain = tb.BendingParameter("plain", 1.0)
+    config = tb.BendingConfig(
+        (tb.Scale(cutoff) >> tb.Bias(plain), "conv$"),
+        (tb.Roll(wave), "out$"),
+        (tb.Invert(active=mute), "x"),
+    )
+    path = tmp_path / "bends.json"
+    config.save(path)
+    saved = {c["name"]: c for c in json.loads(path.read_text())["controls"]}
+    assert saved["cutoff"]["widget"] == {
+        "unit": "Hz",
+        "curve": "log",
+        "label": "Cutoff",
+        "group": "filter",
+        "step": 0.01,
+    }
+    assert saved["wave"]["widget"] == {"kind": "menu", "choices": ["a", "b", "c"]}
+    assert saved["mute"]["widget"] == {"group": "filter"}
+    assert "widget" not in saved["plain"]  # derived whole: nothing to save, as before widgets
+    loaded = tb.BendingConfig.load(path)
+    assert loaded == config
+    assert {c.name: c.widget for c in loaded.controls()} == {
+        c.name: c.widget for c in config.controls()
+    }
+
+
+def test_configs_refuse_or_clamp_out_of_range_values_as_update_does():
+    def scaled(**control: object) -> dict:
+        return _scaled_by({"name": "k", "range": [0.0, 1.0], **control})
+
+    with pytest.raises(
+        tb.BendingError, match=r"^bends.json, control 0: control 'k': 5.0 is out of its range"
+    ):
+        tb.BendingConfig.from_dict(scaled(value=5.0), source="bends.json")
+    loaded = tb.BendingConfig.from_dict(scaled(value=5.0, clamp=True)).controls()[0]
+    twin = tb.BendingParameter("k", 0.5, range=(0.0, 1.0), clamp=True)
+    twin.set(5.0)
+    assert loaded.get() == twin.get() == 1.0
+    noisy = _config(
+        {"class": "Noise", "args": {"std": {"control": "k"}}},
+        controls=[{"name": "k", "value": -1.0, "clamp": True}],
+    )
+    with pytest.raises(tb.BendingError, match=r"bending 0: .*std .* must be a finite number >= 0"):
+        tb.BendingConfig.from_dict(noisy, source="bends.json")
 
 
 def test_build_by_hand_select_and_concatenate():
@@ -332,6 +388,25 @@ GARBAGE = [
     (_config({"class": "Scale", "args": {"scael": 2.0}}), r"does not take these arguments"),
     (_config({"class": "Ablate", "args": {"channels": "ab"}}), r"^bends.json, bending 0: "),
     (_config({"class": "Chain"}), r"^bends.json, bending 0, callback: .*args"),
+    *[
+        (_scaled_by({"name": "k", "value": 1.0, "range": [1, 2], "widget": widget}), message)
+        for widget, message in [
+            ("knob", r"control 0, widget: expected a control's widget: an object of interface"),
+            ({"kind": "dial"}, r"control 0, widget.kind: expected one of 'knob', .* got 'dial'$"),
+            ({"unti": "Hz"}, r"control 0, widget: unknown field 'unti'; did you mean 'unit'\?"),
+            ({"curve": "lg"}, r"control 0, widget.curve: expected one of 'linear', 'log', 'exp'"),
+            ({"unit": 3}, r"control 0, widget.unit: expected a unit: a string .*, got 3$"),
+            ({"label": ""}, r"control 0, widget.label: expected a label: a non-empty string"),
+            ({"choices": "a"}, r"widget.choices: .*, got 'a'; write \['a'\] for a list of one$"),
+            ({"choices": ["a", "a"]}, r"widget.choices: expected a list of distinct menu entries"),
+            ({"step": 0}, r"control 0, widget.step: expected a finite number > 0, or null, got 0"),
+            ({"kind": "toggle"}, r"control 0: control 'k': a toggle draws bool controls"),
+        ]
+    ],
+    (
+        _scaled_by({"name": "k", "value": 1.0, "range": [0, 2], "widget": {"curve": "log"}}),
+        r"^bends.json, control 0: control 'k': a log curve needs a range of positive numbers",
+    ),
 ]
 
 
@@ -413,7 +488,7 @@ JSON = st.recursive(
     ),
     max_leaves=12,
 )
-KNOB = tb.BendingParameter("k", 0.5, range=(0.0, 1.0))
+KNOB = tb.BendingParameter("k", 0.5, range=(0.0, 1.0), widget=Widget(unit="Hz", group="g"))
 VALID = tb.BendingConfig(
     (tb.Mask(KNOB, dim=(-2, -1), seed=0), "conv$"),
     (tb.Scale(2.0 * KNOB) >> tb.Bias(1 - KNOB) >> tb.Clamp(max=3.0), "out", "x"),

@@ -271,3 +271,145 @@ def test_a_reversed_view_bounds_the_control_the_other_way_round(bended):
     free = tb.BendingParameter("free", 0.5, range=(0.0, 2.0), clamp=True)
     bended.bend(tb.Scale(1.0 - free), "a$")  # a reversed view of an unbounded argument
     assert free.limits() == (0.0, 2.0)
+
+
+# -- widgets: interface hints ------------------------------------------------------------------
+
+
+def test_widgets_are_derived_from_the_control_unless_given():
+    from torchbend.controls import Widget
+
+    assert tb.BendingParameter("gain", 0.5).widget == Widget("knob", label="gain")
+    assert tb.BendingParameter("steps", 3, range=(1, 8)).widget.kind == "slider"
+    assert tb.BendingParameter("mute", False).widget.kind == "toggle"
+    wave = tb.BendingParameter(
+        "wave", 1, range=(0, 2), widget=Widget(choices=["sine", "saw", "sq"])
+    )
+    assert wave.widget == Widget("menu", label="wave", choices=("sine", "saw", "sq"))
+    cutoff = tb.BendingParameter(
+        "cutoff",
+        1000.0,
+        range=(20.0, 20000.0),
+        widget=Widget(unit="Hz", curve="log", label="Cutoff", group="filter", step=1.0),
+    )
+    assert (cutoff.widget.kind, cutoff.widget.label, cutoff.widget.group) == (
+        "knob",
+        "Cutoff",
+        "filter",
+    )
+    # The repr shows what differs from the derived widget, as code that builds it again.
+    assert repr(tb.BendingParameter("gain", 0.5)) == "BendingParameter('gain', 0.5)"
+    assert repr(cutoff) == (
+        "BendingParameter('cutoff', 1000.0, range=(20.0, 20000.0), widget=Widget(unit='Hz', "
+        "curve='log', label='Cutoff', group='filter', step=1.0))"
+    )
+    assert repr(wave).endswith("widget=Widget('menu', choices=('sine', 'saw', 'sq')))")
+    assert cutoff.widget_changes() == {
+        "unit": "Hz",
+        "curve": "log",
+        "label": "Cutoff",
+        "group": "filter",
+        "step": 1.0,
+    }
+    for copied in (copy.deepcopy(cutoff), pickle.loads(pickle.dumps(cutoff))):
+        assert copied.widget == cutoff.widget
+
+
+def test_describe_gives_the_values_a_control_takes_and_its_widget(bended):
+    from torchbend.controls import Widget
+
+    std = tb.BendingParameter("std", 0.1, clamp=True, widget=Widget(group="noise"))
+    bended.bend(tb.Noise(std=std, seed=0), "a$")
+    assert std.describe() == {
+        "name": "std",
+        "type": "float",
+        "value": 0.1,
+        "range": None,
+        "limits": [0.0, None],  # Noise.std >= 0 bounds it; nothing above
+        "clamp": True,
+        "ramp": 0,
+        "widget": {
+            "kind": "knob",
+            "unit": "",
+            "curve": "linear",
+            "label": "std",
+            "group": "noise",
+            "choices": [],
+            "step": None,
+        },
+    }
+    assert tb.BendingParameter("on", True).describe()["limits"] == [0, 1]
+
+
+def test_controls_are_listed_with_their_values_and_widgets(bended):
+    from torchbend.controls import Widget
+
+    bended.bend(tb.Scale(tb.BendingParameter("gain", 1.0, range=(0.0, 2.0), ramp=4)), "a$")
+    wave = tb.BendingParameter("wave", 0, range=(0, 1), widget=Widget(choices=("up", "down")))
+    bended.bend(tb.Roll(wave), "b$")
+    table = bended._board.table()
+    assert table.headers[:7] == ["name", "type", "value", "values", "clamp", "ramp", "widget"]
+    rows = {row[0]: row for row in table.rows}
+    assert rows["gain"][1:7] == ["float", 1.0, "[0.0, 2.0]", "no", 4, "knob"]
+    assert rows["wave"][6] == "menu (up, down)"
+    assert "menu (up, down)" in str(table) and "<table>" in table._repr_html_()
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda W: W("dial"), r"Widget: kind is one of 'knob', 'slider', .*, got 'dial'"),
+        (lambda W: W(curve="lin"), r"curve is one of .*, got 'lin'; did you mean 'linear'\?"),
+        (lambda W: W(unit=3), "Widget: unit is a string, got 3"),
+        (lambda W: W(label=""), "label is a non-empty string or None"),
+        (lambda W: W(choices="ab"), "choices are a list of strings"),
+        (lambda W: W(choices=["a", "a"]), "choices are distinct non-empty strings"),
+        (lambda W: W("knob", choices=["a"]), "choices are the entries of a menu, not of a knob"),
+        (lambda W: W("menu"), "a menu needs its choices"),
+        (lambda W: W(step=0), "step is a finite number > 0 or None, got 0"),
+        (lambda W: W(step=float("nan")), "step is a finite number > 0 or None, got nan"),
+        (
+            lambda W: tb.BendingParameter("k", 1.0, widget="knob"),
+            r"control 'k': widget is a Widget\(...\)",
+        ),
+        (
+            lambda W: tb.BendingParameter("k", True, widget=W("knob")),
+            "control 'k' is a bool, drawn as a toggle; got widget kind 'knob'",
+        ),
+        (
+            lambda W: tb.BendingParameter("k", 1.0, widget=W("toggle")),
+            "a toggle draws bool controls, and 'k' is a float",
+        ),
+        (
+            lambda W: tb.BendingParameter("k", 0.0, range=(0, 1), widget=W(choices=["a", "b"])),
+            "a menu draws an int control",
+        ),
+        (
+            lambda W: tb.BendingParameter("k", 0, widget=W(choices=["a", "b"])),
+            r"a menu of 2 choices takes values 0 to 1; give the control range=\(0, 1\)",
+        ),
+        (
+            lambda W: tb.BendingParameter(
+                "k", 0, range=(0, 1), widget=W("menu", choices=["a", "b"], curve="exp")
+            ),
+            "a menu has no curve or step",
+        ),
+        (
+            lambda W: tb.BendingParameter("k", 1.0, widget=W(curve="exp")),
+            r"control 'k': curve 'exp' spreads a range over the widget; give the control a range",
+        ),
+        (
+            lambda W: tb.BendingParameter("k", 1.0, range=(0.0, 1.0), widget=W(curve="log")),
+            "a log curve needs a range of positive numbers",
+        ),
+        (
+            lambda W: tb.BendingParameter("k", 1, widget=W(step=0.5)),
+            "an int control steps by whole numbers, got step=0.5",
+        ),
+    ],
+)
+def test_widgets_refuse_what_no_host_could_draw(build, message):
+    from torchbend.controls import Widget
+
+    with pytest.raises(tb.BendingError, match=message):
+        build(Widget)

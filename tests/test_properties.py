@@ -188,6 +188,16 @@ ARGS: dict[str, dict[str, Num | st.SearchStrategy[Any]]] = {
     "TimeStretch": {"factor": Num(float, 0.0, 3.0)},
     "Threshold": {"value": Num(float)},
     "ThresholdActivation": {"keep": Num(float), "dim": AXIS},
+    "Filter": {
+        "kind": st.sampled_from(["lowpass", "highpass", "bandpass", "bandstop"]),
+        "cutoff": Num(float, 0.01, 0.5),
+        "resonance": Num(float, 0.1, 8.0),
+        "dim": st.just(-1),
+        "mix": Num(float),
+        "carry": st.just(False),
+    },
+    "Reverse": {"block": Num(int, 1, 8, none=True)},
+    "Unphase": {"shift": Num(float), "seed": SEED, "dim": st.just(-2)},
     "Erode": {"size": Num(int, 1, 5)},
     "Dilate": {"size": Num(int, 1, 5)},
     "SoftClip": {"drive": Num(float, 0.0, 4.0)},
@@ -204,7 +214,15 @@ ARGS: dict[str, dict[str, Num | st.SearchStrategy[Any]]] = {
     "Randomize": {"fraction": Num(float), "std": Num(float, 0.0, 2.0), "seed": SEED},
     "Offset": {"offset": Num(float), "dim": AXIS, "seed": SEED},
 }
-NOT_DRAWN = {"Capture", "Chain", "InterpolateActivation", "InterpolationFromCapture", "Lambda"}
+NOT_DRAWN = {
+    "Capture",
+    "Chain",
+    "InterpolateActivation",
+    "InterpolationFromCapture",
+    "Lambda",
+    "Rewire",  # takes the name of a node: tests/test_rewire.py
+    "Snapshot",  # takes tensors: tests/callbacks/test_snapshot.py
+}
 
 
 def declared_derives(cls: str, arg: str) -> bool:
@@ -471,14 +489,14 @@ class Runner:
         self.bended.trace(**self.spec.inputs(x))
         self.check_unchanged("trace")
 
-    def op_bend(self, spec: Spec, index: int) -> list[str]:
+    def op_bend(self, spec: Spec, index: int, options: dict[str, Any] | None = None) -> list[str]:
         targets = self.targets()
         target = targets[index % len(targets)]
         note(f"  target {target.key}")
         callback = self.build(spec, target)
         before = len(self.bended.bendings)
         try:
-            keys = self.bended.bend(callback, target.pattern)
+            keys = self.bended.bend(callback, target.pattern, **(options or {}))
         except tb.TorchbendError:
             assert len(self.bended.bendings) == before, "a failed bend() was kept"
             raise
@@ -725,6 +743,31 @@ DATA = st.integers(0, 1000)
 NOISE_ARGS = {"std": 0.1, "op": "add", "dim": None, "seed": 0}
 
 
+OPTIONS: st.SearchStrategy[dict[str, Any]] = st.fixed_dictionaries(
+    {},
+    optional={
+        "blend": st.floats(0.0, 1.0),
+        "subset": st.builds(
+            tb.Subset, st.floats(0.0, 1.0), st.sampled_from([None, -2]), st.integers(0, 9)
+        ),
+        # In samples only: a window in calls counts calls, which a config applied afresh
+        # does not (the config invariant would not hold).
+        "window": st.builds(
+            tb.Window,
+            st.integers(0, 8),
+            st.sampled_from([None, 12, 24]),
+            st.just("samples"),
+            st.integers(0, 3),
+        ),
+        "guard": st.one_of(
+            st.booleans(),
+            st.builds(tb.Guard, st.booleans(), st.sampled_from([None, 0.5, 4.0]), st.booleans()),
+        ),
+    },
+)
+"""Options of ``bend`` (how the callback applies)."""
+
+
 def operations(export: bool = True) -> st.SearchStrategy[tuple[Any, ...]]:
     kinds = [
         st.tuples(st.just("call"), SHAPE, DATA, st.booleans()),
@@ -732,7 +775,7 @@ def operations(export: bool = True) -> st.SearchStrategy[tuple[Any, ...]]:
         st.tuples(st.just("trace"), SHAPE, DATA),
         st.tuples(st.just("bend"), specs(), st.integers(0, 10**6)),
         st.tuples(st.just("bend"), specs(), st.integers(0, 10**6)),
-        st.tuples(st.just("bend"), specs(), st.integers(0, 10**6)),
+        st.tuples(st.just("bend"), specs(), st.integers(0, 10**6), OPTIONS),
         st.tuples(st.just("update"), st.integers(0, 50), st.floats(0.0, 1.0), st.booleans()),
         st.tuples(st.just("update"), st.integers(0, 50), st.floats(0.0, 1.0), st.booleans()),
         st.tuples(st.just("reset"), DATA),

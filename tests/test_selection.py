@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+import torch
+from torch import nn
 
+import torchbend as tb
 from torchbend.errors import SelectionError
 from torchbend.selection import filter_names, select
 
@@ -52,3 +55,48 @@ def test_filter_names():
     assert filter_names(WEIGHTS, flt="enc") == ["enc.0.weight", "enc.0.bias"]
     assert filter_names(WEIGHTS, flt=["dec", "enc.0.b"]) == ["enc.0.bias", "dec.conv.weight"]
     assert filter_names(WEIGHTS, exclude=r".*bias") == ["enc.0.weight", "dec.conv.weight"]
+
+
+def test_aliases_name_targets_in_patterns_configs_and_tables(tmp_path):
+    import copy
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv1d(1, 4, 3, padding=1), nn.Tanh(), nn.Conv1d(4, 1, 3, padding=1))
+    bended = tb.BendedModule(model)
+    x = torch.randn(1, 1, 32)
+    bended.trace(input=x)
+    bended.mark("mid", "_1")  # a node of forward
+    bended.mark("first", "0.weight")
+    assert bended.aliases == {"mid": "forward:_1", "first": "0.weight"}
+    assert bended.bend(tb.Scale(2.0), "#mid") == ["forward:_1"]
+    assert bended.bend(tb.Scale(0.5), "#first") == ["0.weight"]
+    assert list(bended.get_activations("#mid", input=x)) == ["_1"]
+    table = bended.print_activations(out=tmp_path / "acts.txt")
+    assert table.headers[-1] == "alias" and ["#mid"] == [r[-1] for r in table.rows if r[-1]]
+    path = tmp_path / "bends.json"
+    bended.bending_config().save(path)
+    again = tb.BendedModule(copy.deepcopy(model))
+    again.trace(input=x)
+    again.bend(tb.BendingConfig.load(path))
+    assert again.aliases == bended.aliases and torch.equal(again(x), bended(x))
+    y = torch.randn(2, 1, 20)
+    bended.trace(input=y)  # a new graph: the alias bends it too
+    assert torch.equal(bended(y), again(y))
+
+
+@pytest.mark.parametrize(
+    ("act", "message"),
+    [
+        (lambda b: b.bend(tb.Scale(2.0), "#nope"), r"no alias '#nope'; known aliases: #mid"),
+        (lambda b: b.mark("1x", "_1"), "an alias is a name made of letters"),
+        (lambda b: b.mark("mid", "_2"), "alias #mid stands for 'forward:_1' in bendings"),
+        (lambda b: b.mark("z", "_9"), "cannot mark 'forward:_9'"),
+    ],
+)
+def test_bad_aliases_are_refused_with_what_exists(act, message):
+    bended = tb.BendedModule(nn.Sequential(nn.Conv1d(1, 4, 3), nn.Tanh(), nn.Conv1d(4, 1, 3)))
+    bended.trace(input=torch.randn(1, 1, 16))
+    bended.mark("mid", "_1")
+    bended.bend(tb.Scale(2.0), "#mid")
+    with pytest.raises(tb.SelectionError, match=message):
+        act(bended)

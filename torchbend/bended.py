@@ -16,17 +16,19 @@ import torch.fx
 from torch import nn
 
 from .callbacks.base import BendingCallback
+from .callbacks.rewire import Rewire
+from .callbacks.shaping import Guard, Subset, Window, options, shaping
 from .config import BendingConfig
-from .controls import BendingParameter
+from .controls import BendingParameter, Control
 from .errors import BendingError, SelectionError, TracingError
 from .parts.activations import from_activations, get_activations, to_tensordict
 from .parts.backend import Backend
-from .parts.bendings import Bending, BendingSet, check_callback
+from .parts.bendings import Bending, BendingSet, check_callback, rewire_sources
 from .parts.board import ControlBoard
 from .parts.inspection import Inspector
 from .parts.methods import MethodTable, make_backend
 from .parts.view import BendedView, Restore
-from .selection import Selection, select
+from .selection import Aliases, Selection, select
 from .tables import ActivationInfo, Table, activations_table, show
 from .tracing import FlowStep, TracedGraph
 from .weights import WeightBank, weight_holder
@@ -97,6 +99,10 @@ class BendedModule(nn.Module):
         from another thread lands between two calls, never inside one."""
         self._weights = weights = WeightBank(weight_holder(module))
         self._bendings = bendings = BendingSet(type(module).__name__, lambda: weights.view)
+        self._aliases = Aliases()
+        self._sample_rate: float | None = None
+        self._guard: Guard | None = None
+        bendings.sample_rate = lambda: self.sample_rate
         self.callbacks = bendings.callbacks
         self._backend_named = partial(make_backend, leaves=tuple(leaves), module=module)
         backend, view = self._backend_named(backend), weights.synced_view
@@ -171,7 +177,14 @@ class BendedModule(nn.Module):
     # -- bending ---------------------------------------------------------------------------------
 
     def bend(
-        self, callback: BendingCallback | BendingConfig, *patterns: str, fn: Patterns = None
+        self,
+        callback: BendingCallback | BendingConfig,
+        *patterns: str,
+        fn: Patterns = None,
+        blend: float | Control | None = None,
+        subset: float | Control | Subset | None = None,
+        window: Window | tuple[float, float | None] | None = None,
+        guard: bool | Guard | None = None,
     ) -> list[str]:
         """Bend the weights and activations matched by ``patterns`` with ``callback``.
 
@@ -181,25 +194,52 @@ class BendedModule(nn.Module):
         unscoped patterns to some methods. Several callbacks on one target apply in the order
         they were given. Returns the bent keys: weight names, and ``"<method>:<node>"``.
         ``callback`` may also be a :class:`BendingConfig`, whose bendings are applied in order.
+
+        How the callback applies, for any callback (see :mod:`torchbend.callbacks.shaping`):
+        ``blend`` mixes the bent value with the unbent one (0: unbent, bit for bit; may be a
+        control); ``subset`` bends a fraction of the target's elements or, with
+        ``tb.Subset(fraction, dim=...)``, of its channels; ``window`` bends activations only
+        within ``tb.Window(start, end, ...)`` (samples of the time axis, or calls);
+        ``guard=True`` (or a ``tb.Guard``) turns NaN and Inf into 0 and limits how far the
+        bent value may spread.
         """
         with self._lock:
             if isinstance(callback, BendingConfig):
-                if patterns:
-                    raise SelectionError("bend(config) takes no patterns: the config holds them")
+                if patterns or any(o is not None for o in (blend, subset, window, guard)):
+                    raise SelectionError(
+                        "bend(config) takes no patterns or options: the config holds them"
+                    )
+                for alias, target in callback.aliases.items():
+                    self.mark(alias, target)
                 keys: list[str] = []
                 for item in callback:
                     keys += [
                         k
-                        for k in self.bend(item.callback, *item.patterns, fn=item.fn)
+                        for k in self.bend(
+                            item.callback, *item.patterns, fn=item.fn, **item.options
+                        )
                         if k not in keys
                     ]
                 return keys
             check_callback(callback, patterns, self.weight_names)
+            given = options(blend, subset, window, guard)
             fns = fn if fn is None or isinstance(fn, str) else tuple(fn)
             selection = self._select(patterns, fns)
-            self._board.check(callback)
+            expanded = self._aliases.expand(patterns)
+            if isinstance(callback, Rewire):
+                if given:
+                    raise BendingError(f"Rewire takes no {', '.join(given)}: its amount is the mix")
+                sources = rewire_sources(callback, selection, self._methods.entries())
+                expanded += sources
+                selection = self._select([*patterns, *sources], fns)
+            applied = (
+                callback if isinstance(callback, Rewire) else shaping(callback, given, self._guard)
+            )
+            self._board.check(applied)
             originals = {w: self._weights.original(w) for w in selection.weights}
-            bending = self._bendings.add(callback, patterns, fns, selection, originals)
+            bending = self._bendings.add(
+                applied, patterns, fns, selection, originals, expanded, given, callback
+            )
             bent = dict(self._weights.bent)
             try:
                 for method, entry in self._methods.entries():
@@ -231,14 +271,81 @@ class BendedModule(nn.Module):
     def _select(self, patterns: Sequence[str], fns: str | tuple[str, ...] | None) -> Selection:
         owner = type(self.module).__name__
         bendable = self._methods.bendable()
+        expanded = self._aliases.expand(patterns)
         try:
-            return select(patterns, self._weights.names(), bendable, fns, owner=owner)
+            return select(expanded, self._weights.names(), bendable, fns, owner=owner)
         except SelectionError as e:
             raise SelectionError(f"{e}{self._methods.why_not_bendable(patterns)}") from None
 
+    @property
+    def guard(self) -> Guard | None:
+        """The guard of every bending that gives none (``bend(..., guard=False)`` for none):
+        ``bended.guard = tb.Guard(std=4.0)`` (or ``True``) applies it to the bendings made
+        and to come; ``None`` removes it. Setting it applies the bendings again (ramps under
+        way end)."""
+        return self._guard
+
+    @guard.setter
+    def guard(self, guard: bool | Guard | None) -> None:
+        if guard is True:
+            guard = Guard()
+        if guard is False:
+            guard = None
+        if guard is not None and not isinstance(guard, Guard):
+            raise BendingError(f"guard is True, False, None or a tb.Guard, got {guard!r}")
+        with self._lock:
+            config = self.bending_config()
+            before = self._guard
+            self._guard = guard
+            if before == guard or not len(config):
+                return
+            self.reset()
+            self.bend(config)
+
+    @property
+    def sample_rate(self) -> float | None:
+        """The wrapped model's sample rate in Hz, for windows in seconds: set here, or read
+        from the model's ``sample_rate`` (or ``sr``) attribute; ``None`` if neither."""
+        if self._sample_rate is not None:
+            return self._sample_rate
+        for attribute in ("sample_rate", "sr"):
+            value = getattr(self.module, attribute, None)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                return float(value)
+        return None
+
+    @sample_rate.setter
+    def sample_rate(self, rate: float | None) -> None:
+        if rate is not None and (
+            isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0
+        ):
+            raise BendingError(f"sample_rate is a number of Hz > 0 (or None), got {rate!r}")
+        self._sample_rate = None if rate is None else float(rate)
+
+    def mark(self, alias: str, target: str) -> None:
+        """Name ``target`` (a weight, an activation ``"<method>:<node>"``, or a node of
+        ``forward``) ``alias``: ``"#alias"`` then stands for it in any pattern (``bend``,
+        ``get_activations``, configs, the command line). Aliases appear in tables and are
+        saved in configs."""
+        with self._lock:
+            keys = [*self._weights.names()]
+            for method, nodes in self._methods.bendable().items():
+                keys += [f"{method}:{n}" for n in nodes]
+            if isinstance(target, str) and ":" not in target and target not in keys:
+                target = f"forward:{target}"
+            used = [p for b in self._bendings for p in b.patterns]
+            self._aliases.mark(alias, target, keys, used)
+
+    @property
+    def aliases(self) -> dict[str, str]:
+        """The target of each alias given with :meth:`mark`."""
+        return dict(self._aliases.targets)
+
     def bending_config(self) -> BendingConfig:
         """The bendings applied, as a :class:`BendingConfig` (save it, apply it elsewhere)."""
-        return self._bendings.config()
+        config = self._bendings.config()
+        config.aliases = dict(self._aliases.targets)
+        return config
 
     def reset(self) -> None:
         """Remove every bending: outputs are again those of the active version (the wrapped
@@ -274,7 +381,8 @@ class BendedModule(nn.Module):
         truncated graph as a new method (``bended.<save_as>(**inputs)``), bent like ``fn``.
         """
         with self._lock:
-            values = get_activations(self._methods, patterns, fn, inputs, bended, save_as)
+            expanded = self._aliases.expand(patterns)
+            values = get_activations(self._methods, expanded, fn, inputs, bended, save_as)
             return to_tensordict(values) if as_tensordict else values
 
     def from_activations(
@@ -432,8 +540,11 @@ class BendedModule(nn.Module):
         exclude: Patterns = None,
         out: str | Path | None = None,
     ) -> Table:
-        """Table of the activations of ``fn``: name, op, shape, dtype."""
-        return show(activations_table(self.activations(fn, op, flt, exclude)), out)
+        """Table of the activations of ``fn``: name, op, shape, dtype (and aliases)."""
+        infos = self.activations(fn, op, flt, exclude)
+        key = self._methods.method(fn).key
+        aliases = {a.name: self._aliases.of(f"{key}:{a.name}") for a in infos}
+        return show(activations_table(infos, aliases), out)
 
     def graph(self, fn: str = "forward") -> TracedGraph:
         """The last graph traced for ``fn`` (unbent; ``graph.flow_steps`` lists decisions)."""

@@ -11,8 +11,9 @@ from typing import Any
 
 from . import config_schema
 from .callbacks.base import BendingCallback, Chain
+from .callbacks.shaping import Guard, Subset, Window
 from .config_schema import FORMAT, VERSION
-from .controls import BendingParameter, ControlView
+from .controls import BendingParameter, ControlView, Widget, control_of, is_control
 from .errors import BendingError
 
 __all__ = ["FORMAT", "VERSION", "BendingConfig", "ConfigItem"]
@@ -29,6 +30,9 @@ class ConfigItem:
     """Methods the patterns are restricted to, if any."""
     keys: list[str] = field(default_factory=list)
     """Targets the patterns matched, for a config taken from a module."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """How the callback applies: ``blend``, ``subset``, ``window``, ``guard``, as
+    ``BendedModule.bend`` takes them (see :mod:`torchbend.callbacks.shaping`)."""
 
 
 class BendingConfig:
@@ -53,6 +57,8 @@ class BendingConfig:
 
     def __init__(self, *items: tuple[Any, ...] | ConfigItem) -> None:
         self.items: list[ConfigItem] = []
+        self.aliases: dict[str, str] = {}
+        """Names given to targets (``BendedModule.mark``), which ``"#name"`` patterns use."""
         for item in items:
             if isinstance(item, ConfigItem):
                 self.items.append(item)
@@ -80,7 +86,9 @@ class BendingConfig:
     def __add__(self, other: BendingConfig) -> BendingConfig:
         if not isinstance(other, BendingConfig):
             return NotImplemented
-        return BendingConfig(*self.items, *other.items)
+        added = BendingConfig(*self.items, *other.items)
+        added.aliases = {**self.aliases, **other.aliases}
+        return added
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, BendingConfig):
@@ -94,7 +102,7 @@ class BendingConfig:
     def controls(self) -> list[BendingParameter]:
         found: list[BendingParameter] = []
         for item in self.items:
-            for c in item.callback.controls():
+            for c in [*item.callback.controls(), *_option_controls(item.options)]:
                 if all(c is not f for f in found):
                     found.append(c)
         return found
@@ -112,11 +120,13 @@ class BendingConfig:
             "format": FORMAT,
             "version": VERSION,
             "controls": [_control_dict(c) for c in controls],
+            **({"aliases": dict(self.aliases)} if self.aliases else {}),
             "bendings": [
                 {
                     "callback": _callback_dict(item.callback),
                     "patterns": list(item.patterns),
                     "fn": list(item.fn) if isinstance(item.fn, tuple) else item.fn,
+                    **_options_dict(item.options),
                     **({"keys": list(item.keys)} if keys else {}),
                 }
                 for item in self.items
@@ -170,9 +180,12 @@ class BendingConfig:
                     tuple(b["patterns"]),
                     tuple(fn) if isinstance(fn, list) else fn,
                     list(b.get("keys", [])),
+                    _options_from_dict(b, controls, where),
                 )
             )
-        return cls(*items)
+        config = cls(*items)
+        config.aliases = dict(data.get("aliases", {}))
+        return config
 
     @classmethod
     def load(cls, path: str | Path, allow: Iterable[str] = ()) -> BendingConfig:
@@ -199,23 +212,27 @@ class BendingConfig:
 
 
 def _control_dict(c: BendingParameter) -> dict[str, Any]:
+    widget = c.widget_changes()  # only what differs from the widget derived from the control
     return {
         "name": c.name,
         "value": c.get(),
         "range": None if c.range is None else list(c.range),
         "clamp": c.clamp,
         "ramp": c.ramp,
+        **({"widget": widget} if widget else {}),
     }
 
 
 def _control_from_dict(d: dict[str, Any]) -> BendingParameter:
     rng = d.get("range")
+    widget = d.get("widget")
     return BendingParameter(
         d["name"],
         d["value"],
         None if rng is None else (rng[0], rng[1]),
         d.get("clamp", False),
         int(d.get("ramp", 0)),  # the schema takes 2.0 for an integer
+        widget=None if widget is None else Widget(**widget),
     )
 
 
@@ -266,6 +283,52 @@ def _callback_dict(cb: BendingCallback) -> dict[str, Any]:
         )
     args = {k: _encode(v, f"{name}.{k}") for k, v in arguments.items()}
     return {"class": name, "args": args}
+
+
+def _option_controls(options: dict[str, Any]) -> list[BendingParameter]:
+    """The controls a bending's options read (a live blend, a live subset's fraction)."""
+    subset = options.get("subset")
+    values: list[Any] = [options.get("blend"), None if subset is None else subset.fraction]
+    return [control_of(v) for v in values if is_control(v)]
+
+
+def _options_dict(options: dict[str, Any]) -> dict[str, Any]:
+    """A bending's options as the file writes them, next to its callback."""
+    written: dict[str, Any] = {}
+    for key, value in options.items():
+        if key == "blend":
+            written[key] = _encode(value, "blend")
+        elif value is False:  # guard=False: not even the model's guard
+            written[key] = False
+        else:  # a Subset, a Window, a Guard
+            fields = value.to_dict()
+            if key == "subset":
+                fields["fraction"] = _encode(fields["fraction"], "subset.fraction")
+            written[key] = fields
+    return written
+
+
+def _options_from_dict(
+    b: dict[str, Any], controls: dict[str, BendingParameter], where: str
+) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    try:
+        if "blend" in b:
+            options["blend"] = _decode(b["blend"], controls, f"{where}, blend", frozenset())
+        if "subset" in b:
+            s = b["subset"]
+            dim = s.get("dim")
+            fraction = _decode(s["fraction"], controls, f"{where}, subset", frozenset())
+            options["subset"] = Subset(
+                fraction, tuple(dim) if isinstance(dim, list) else dim, s.get("seed", 0)
+            )
+        if "window" in b:
+            options["window"] = Window(**b["window"])
+        if "guard" in b:
+            options["guard"] = False if b["guard"] is False else Guard(**b["guard"])
+    except BendingError as e:
+        raise BendingError(f"{where}: {e}") from None
+    return options
 
 
 def _decode(

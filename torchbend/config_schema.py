@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from .controls import MAX_RAMP
+from .controls import CURVES, MAX_RAMP, WIDGETS
 from .errors import BendingError, did_you_mean
 
 __all__ = ["FORMAT", "MAX_DEPTH", "SCHEMA", "VERSION", "check"]
@@ -40,6 +40,12 @@ SCHEMA: dict[str, Any] = {
             "type": "array",
             "items": {"$ref": "#/$defs/control"},
             "description": "a list of controls",
+        },
+        "aliases": {
+            "type": "object",
+            "propertyNames": {"pattern": _IDENTIFIER, "description": "an alias (a name)"},
+            "additionalProperties": {"type": "string", "description": "a target's name"},
+            "description": "an object of targets by alias",
         },
         "bendings": {
             "type": "array",
@@ -79,6 +85,48 @@ SCHEMA: dict[str, Any] = {
                     "maximum": MAX_RAMP,
                     "description": f"a number of calls from 0 to {MAX_RAMP}",
                 },
+                "widget": {"$ref": "#/$defs/widget"},
+            },
+        },
+        # What BendingParameter.widget_changes gives: the fields that differ from the widget
+        # derived from the control. Null is the field left out, derived as well.
+        "widget": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "a control's widget: an object of interface hints",
+            "properties": {
+                "kind": {
+                    "enum": [*WIDGETS, None],
+                    "description": f"one of {', '.join(map(repr, WIDGETS))}, or null",
+                },
+                "unit": {"type": "string", "description": "a unit: a string ('Hz', 'dB', '')"},
+                "curve": {
+                    "enum": list(CURVES),
+                    "description": f"one of {', '.join(map(repr, CURVES))}",
+                },
+                "label": {
+                    "type": ["string", "null"],
+                    "minLength": 1,
+                    "description": "a label: a non-empty string, or null",
+                },
+                "group": {"type": "string", "description": "a group: a string (or '')"},
+                "choices": {
+                    "type": "array",
+                    "items": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "a menu's entry (a non-empty string)",
+                    },
+                    "minItems": 1,
+                    "uniqueItems": True,
+                    "description": "a list of distinct menu entries",
+                },
+                "step": {
+                    "type": ["number", "null"],
+                    "format": "finite",
+                    "exclusiveMinimum": 0,
+                    "description": "a finite number > 0, or null",
+                },
             },
         },
         "bending": {
@@ -113,6 +161,52 @@ SCHEMA: dict[str, Any] = {
                     "type": "array",
                     "items": {"type": "string", "description": "a target's name"},
                     "description": "a list of targets' names",
+                },
+                "blend": {
+                    "$ref": "#/$defs/value",
+                    "description": "a dry/wet mix: a number from 0 to 1, or a control",
+                },
+                "subset": {
+                    "type": "object",
+                    "required": ["fraction"],
+                    "additionalProperties": False,
+                    "description": "{'fraction': ..., 'dim': ..., 'seed': ...}",
+                    "properties": {
+                        "fraction": {"$ref": "#/$defs/value"},
+                        "dim": {
+                            "type": ["null", "integer", "array"],
+                            "items": {"type": "integer", "description": "an axis"},
+                            "description": "null, an axis or a list of axes",
+                        },
+                        "seed": {"type": "integer", "description": "an integer seed"},
+                    },
+                },
+                "window": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "description": "{'start', 'end', 'unit', 'fade', 'period', 'stream'}",
+                    "properties": {
+                        "start": {"type": "number", "description": "a number"},
+                        "end": {"type": ["null", "number"], "description": "null or a number"},
+                        "unit": {
+                            "enum": ["samples", "seconds", "calls"],
+                            "description": "'samples', 'seconds' or 'calls'",
+                        },
+                        "fade": {"type": "number", "description": "a number"},
+                        "period": {"type": ["null", "integer"], "description": "null or an int"},
+                        "stream": {"type": "boolean", "description": "true or false"},
+                    },
+                },
+                "guard": {
+                    "type": ["object", "boolean"],
+                    "not": {"const": True},
+                    "additionalProperties": False,
+                    "description": "false, or {'finite', 'std', 'norm'}",
+                    "properties": {
+                        "finite": {"type": "boolean", "description": "true or false"},
+                        "std": {"type": ["null", "number"], "description": "null or a number"},
+                        "norm": {"type": "boolean", "description": "true or false"},
+                    },
                 },
             },
         },

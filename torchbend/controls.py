@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import numbers
 import weakref
@@ -12,16 +13,19 @@ from typing import Any, Protocol
 
 import torch
 
-from .errors import BendingError
+from .errors import BendingError, did_you_mean
 
 __all__ = [
+    "CURVES",
     "MAX_RAMP",
+    "WIDGETS",
     "BendingParameter",
     "Bound",
     "Control",
     "ControlView",
     "Number",
     "Reader",
+    "Widget",
     "control_of",
     "is_control",
 ]
@@ -116,6 +120,169 @@ def _finite_float(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+WIDGETS = ("knob", "slider", "toggle", "menu", "number")
+"""The kinds of :class:`Widget`: a knob, a slider, a toggle (bool controls), a menu (int
+controls, the index of one of its ``choices``) and a number box."""
+
+CURVES = ("linear", "log", "exp")
+"""How a widget spreads a control's range over its travel: evenly (``"linear"``); evenly in
+ratio (``"log"``: as much travel from 20 to 200 Hz as from 2 to 20 kHz; a range of positive
+numbers); or finely at the low end of any range (``"exp"``: a host may use a power curve,
+``low + (high - low) * t ** 2`` for a travel ``t`` from 0 to 1)."""
+
+
+@dataclass(frozen=True, repr=False)
+class Widget:
+    """How a host should draw a control: hints for an interface, given to
+    :class:`BendingParameter` as ``widget=``.
+
+    A control's widget is saved with it in configurations, listed in tables of controls
+    (:func:`torchbend.tables.controls_table`), sent to OSC clients that ask
+    (``/torchbend/controls``) and written into exported TorchScript and nn~ files
+    (docs/export.md, "Control metadata"). Hints only: the values a
+    control takes are set by its ``range``, ``clamp`` and the arguments it drives, never by
+    its widget.
+
+    Fields left out are derived from the control (:attr:`BendingParameter.widget` holds the
+    result): a bool control is a toggle, an int control a slider (a menu, given ``choices``), a
+    float control a knob; the label is the control's name.
+
+    Example:
+        >>> import torchbend as tb
+        >>> from torchbend.controls import Widget
+        >>> cutoff = tb.BendingParameter(
+        ...     "cutoff", 1000.0, range=(20.0, 20000.0), widget=Widget(unit="Hz", curve="log")
+        ... )
+        >>> cutoff.widget
+        Widget('knob', unit='Hz', curve='log', label='cutoff')
+        >>> wave = tb.BendingParameter(
+        ...     "wave", 0, range=(0, 2), widget=Widget(choices=("sine", "square", "saw"))
+        ... )
+        >>> wave.widget.kind, tb.BendingParameter("mute", False).widget.kind
+        ('menu', 'toggle')
+    """
+
+    kind: str | None = None
+    """One of :data:`WIDGETS`; ``None``: derived from the control."""
+    unit: str = ""
+    """The unit shown with the value (``"Hz"``, ``"dB"``, ``"s"``); ``""``: none."""
+    curve: str = "linear"
+    """How the widget spreads the control's range over its travel: one of :data:`CURVES`."""
+    label: str | None = None
+    """The name shown; ``None``: the control's name."""
+    group: str = ""
+    """The group a host shows the control in (a panel, a tab); ``""``: none."""
+    choices: tuple[str, ...] = ()
+    """A menu's entries: the int control's value ``i`` selects ``choices[i]``."""
+    step: float | None = None
+    """The widget's increment; ``None``: any value (any whole value for an int control)."""
+
+    def __post_init__(self) -> None:
+        if self.kind is not None and self.kind not in WIDGETS:
+            raise BendingError(
+                f"Widget: kind is one of {', '.join(map(repr, WIDGETS))}, got {self.kind!r}"
+                + (did_you_mean(self.kind, WIDGETS) if isinstance(self.kind, str) else "")
+            )
+        if self.curve not in CURVES:
+            raise BendingError(
+                f"Widget: curve is one of {', '.join(map(repr, CURVES))}, got {self.curve!r}"
+                + (did_you_mean(self.curve, CURVES) if isinstance(self.curve, str) else "")
+            )
+        for field in ("unit", "group"):
+            if not isinstance(getattr(self, field), str):
+                raise BendingError(f"Widget: {field} is a string, got {getattr(self, field)!r}")
+        if self.label is not None and (not isinstance(self.label, str) or not self.label):
+            raise BendingError(f"Widget: label is a non-empty string or None, got {self.label!r}")
+        choices = self.choices
+        if isinstance(choices, (str, bytes)) or not isinstance(choices, (tuple, list)):
+            raise BendingError(
+                f"Widget: choices are a list of strings (a menu's entries), got {choices!r}"
+            )
+        if not all(isinstance(c, str) and c for c in choices) or len(set(choices)) < len(choices):
+            raise BendingError(
+                f"Widget: choices are distinct non-empty strings (a menu's entries), got "
+                f"{list(choices)!r}"
+            )
+        object.__setattr__(self, "choices", tuple(choices))
+        if choices and self.kind not in (None, "menu"):
+            raise BendingError(
+                f"Widget: choices are the entries of a menu, not of a {self.kind}; give "
+                "kind='menu' (or leave it out)"
+            )
+        if self.kind == "menu" and not choices:
+            raise BendingError("Widget: a menu needs its choices, e.g. choices=('sine', 'saw')")
+        step = self.step
+        if step is not None and (_finite_float(step) is None or not step > 0):
+            raise BendingError(f"Widget: step is a finite number > 0 or None, got {step!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The widget as JSON-able data: its fields, ``choices`` as a list."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["choices"] = list(self.choices)
+        return data
+
+    def __repr__(self) -> str:
+        args = [] if self.kind is None else [repr(self.kind)]
+        for f in dataclasses.fields(self)[1:]:
+            value = getattr(self, f.name)
+            if value != f.default:
+                args.append(f"{f.name}={value!r}")
+        return f"Widget({', '.join(args)})"
+
+
+def _resolve_widget(
+    widget: Widget | None, name: str, kind: str, range: tuple[Number, Number] | None
+) -> Widget:
+    """``widget`` with its left-out fields derived from the control ``name`` of ``kind`` and
+    ``range``, checked against them."""
+    where = f"control {name!r}"
+    if widget is None:
+        widget = Widget()
+    elif not isinstance(widget, Widget):
+        raise BendingError(
+            f"{where}: widget is a Widget(...) of interface hints (from torchbend.controls "
+            f"import Widget), got {type(widget).__name__}: {widget!r}"
+        )
+    derived = widget.kind
+    if derived is None:
+        derived = (
+            "menu" if widget.choices else {"bool": "toggle", "int": "slider"}.get(kind, "knob")
+        )
+    if kind == "bool" and derived != "toggle":
+        raise BendingError(f"{where} is a bool, drawn as a toggle; got widget kind {derived!r}")
+    if kind != "bool" and derived == "toggle":
+        raise BendingError(f"{where}: a toggle draws bool controls, and {name!r} is a {kind}")
+    if derived == "menu":
+        if kind != "int":
+            raise BendingError(
+                f"{where}: a menu draws an int control (the index of a choice), and {name!r} "
+                f"is a {kind}; give it an int value"
+            )
+        expected = (0, len(widget.choices) - 1)
+        if range is None or tuple(range) != expected:
+            raise BendingError(
+                f"{where}: a menu of {len(widget.choices)} choices takes values 0 to "
+                f"{expected[1]}; give the control range={expected}, got range={range}"
+            )
+    if derived in ("toggle", "menu") and (widget.curve != "linear" or widget.step is not None):
+        raise BendingError(f"{where}: a {derived} has no curve or step; leave them out")
+    if widget.curve != "linear" and range is None:
+        raise BendingError(
+            f"{where}: curve {widget.curve!r} spreads a range over the widget; give the "
+            "control a range=(low, high)"
+        )
+    if widget.curve == "log" and range is not None and not range[0] > 0:
+        raise BendingError(
+            f"{where}: a log curve needs a range of positive numbers, got range={range}; "
+            "curve='exp' also takes ranges from 0 or below"
+        )
+    if widget.step is not None and kind == "int" and not float(widget.step).is_integer():
+        raise BendingError(
+            f"{where}: an int control steps by whole numbers, got step={widget.step}"
+        )
+    return dataclasses.replace(widget, kind=derived, label=widget.label or name)
+
+
 class BendingParameter:
     """A named scalar control (a knob), usable wherever a callback takes a number.
 
@@ -141,6 +308,9 @@ class BendingParameter:
             each activation, so a jump from 0 to 1 between two audio blocks does not click;
             weight bendings crossfade from the old to the new bent weights over the same
             number of calls.
+        widget: how a host should draw the control (a :class:`Widget` of interface hints:
+            kind, unit, curve, label, group); fields left out are derived from the control.
+            Read the result from :attr:`widget`, all of it as data from :meth:`describe`.
 
     Example:
         >>> import torchbend as tb
@@ -158,6 +328,8 @@ class BendingParameter:
         range: tuple[Number, Number] | None = None,
         clamp: bool = False,
         ramp: int = 0,
+        *,
+        widget: Widget | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.isidentifier():
             raise BendingError(f"a control's name must be an identifier, got {name!r}")
@@ -190,6 +362,8 @@ class BendingParameter:
         self.range: tuple[Number, Number] | None = None if range is None else (range[0], range[1])
         self.clamp: bool = clamp
         self.ramp: int = ramp
+        self.widget: Widget = _resolve_widget(widget, name, self.kind, self.range)
+        """How a host should draw the control: the widget given, its left-out fields derived."""
         self._bounds: list[weakref.ref[Bound]] = []
         self.value: float = self._check(value)
         self._start: float = self.value
@@ -257,6 +431,38 @@ class BendingParameter:
             low = low if math.isinf(low) else math.ceil(low)
             high = high if math.isinf(high) else math.floor(high)
         return low, high
+
+    def widget_changes(self) -> dict[str, Any]:
+        """The fields of :attr:`widget` that differ from those derived from the control alone,
+        as :meth:`Widget.to_dict` gives them: what the repr shows and a configuration saves."""
+        derived = _resolve_widget(None, self.name, self.kind, self.range).to_dict()
+        return {k: v for k, v in self.widget.to_dict().items() if v != derived[k]}
+
+    def describe(self) -> dict[str, Any]:
+        """The control as JSON-able data, for a host building its interface.
+
+        ``name``; ``type`` (``"float"``, ``"int"`` or ``"bool"``); ``value``; ``range``
+        (``[low, high]`` or ``None``); ``limits``, ``[low, high]``, the values the control
+        takes within its range and the bounds of the arguments it drives (``None`` where
+        unbounded; ``[0, 1]`` for a bool); ``clamp``; ``ramp``; and ``widget``
+        (:meth:`Widget.to_dict`).
+
+        Example:
+            >>> import torchbend as tb
+            >>> tb.BendingParameter("gain", 0.5, range=(0.0, 2.0)).describe()["limits"]
+            [0.0, 2.0]
+        """
+        low, high = (0, 1) if self.kind == "bool" else self.limits()
+        return {
+            "name": self.name,
+            "type": self.kind,
+            "value": self.get(),
+            "range": None if self.range is None else list(self.range),
+            "limits": [None if math.isinf(low) else low, None if math.isinf(high) else high],
+            "clamp": self.clamp,
+            "ramp": self.ramp,
+            "widget": self.widget.to_dict(),
+        }
 
     def get(self) -> Number:
         """The current value, of the control's kind."""
@@ -388,6 +594,8 @@ class BendingParameter:
         bounds: list[Bound] = state.pop("_bounds", [])
         vars(self).update(state)
         self._bounds = [weakref.ref(bound) for bound in bounds]
+        if "widget" not in state:  # pickled before controls had widgets
+            self.widget = _resolve_widget(None, self.name, self.kind, self.range)
 
     # -- arithmetic: views of the same control ---------------------------------------------------
 
@@ -424,6 +632,10 @@ class BendingParameter:
             args.append("clamp=True")
         if self.ramp:
             args.append(f"ramp={self.ramp}")
+        changes = self.widget_changes()
+        if changes:
+            changes["choices"] = tuple(changes.get("choices", ()))
+            args.append(f"widget={Widget(**changes)!r}")
         return f"BendingParameter({', '.join(args)})"
 
 

@@ -8,9 +8,65 @@ from dataclasses import dataclass, field
 
 from .errors import SelectionError, did_you_mean
 
-__all__ = ["Selection", "filter_names", "matches", "select"]
+__all__ = ["Aliases", "Selection", "filter_names", "matches", "select"]
 
 _SCOPED = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):(.*)$")
+_ALIAS = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class Aliases:
+    """Names given to targets (``bended.mark("latent", "encoder_11")``): ``"#latent"`` in a
+    pattern stands for the target, exactly."""
+
+    def __init__(self) -> None:
+        self.targets: dict[str, str] = {}
+        """The target of each alias: a weight name, or ``"<method>:<node>"``."""
+
+    def mark(self, alias: str, target: str, keys: Sequence[str], used: Iterable[str] = ()) -> None:
+        """Name ``target`` (one of ``keys``, the bendable targets) ``alias``; an alias that
+        bendings in ``used`` patterns use keeps its target."""
+        if not isinstance(alias, str) or not _ALIAS.match(alias.removeprefix("#")):
+            raise SelectionError(
+                f"an alias is a name made of letters, digits and _ (not starting with a digit), "
+                f"got {alias!r}"
+            )
+        alias = alias.removeprefix("#")
+        if target not in keys:
+            raise SelectionError(
+                f"cannot mark {target!r}: it is not a weight or an activation of this module "
+                "(activations as '<method>:<node>', or a node of forward)"
+                + did_you_mean(target, list(keys), 3)
+            )
+        before = self.targets.get(alias)
+        if before not in (None, target) and f"#{alias}" in used:
+            raise SelectionError(
+                f"alias #{alias} stands for {before!r} in bendings applied; reset() before "
+                f"pointing it at {target!r}"
+            )
+        self.targets[alias] = target
+
+    def expand(self, patterns: Sequence[str]) -> tuple[str, ...]:
+        """``patterns`` with each ``"#alias"`` replaced by a pattern matching its target only."""
+        expanded = []
+        for pattern in patterns:
+            if isinstance(pattern, str) and pattern.startswith("#"):
+                alias = pattern[1:]
+                if alias not in self.targets:
+                    known = ", ".join(f"#{a}" for a in sorted(self.targets)) or "none"
+                    raise SelectionError(
+                        f"no alias {pattern!r}; known aliases: {known}. Name a target with "
+                        f"bended.mark({alias!r}, '<target>')"
+                        + did_you_mean(alias, list(self.targets))
+                    )
+                target = self.targets[alias]
+                scope, _, node = target.rpartition(":")
+                pattern = f"{scope}:^{re.escape(node)}$" if scope else f"^{re.escape(target)}$"
+            expanded.append(pattern)
+        return tuple(expanded)
+
+    def of(self, target: str) -> list[str]:
+        """The aliases of ``target``, as ``"#name"``."""
+        return [f"#{a}" for a, t in self.targets.items() if t == target]
 
 
 @dataclass

@@ -1,8 +1,8 @@
-"""Tables of weights and activations, as text for terminals and HTML for notebooks."""
+"""Tables of weights, activations and controls, as text for terminals and HTML for notebooks."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +16,7 @@ from .tracing import record_of
 from .tracing.compat import target_name
 
 if TYPE_CHECKING:
+    from .controls import BendingParameter
     from .weights import WeightBank
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "Table",
     "activation_infos",
     "activations_table",
+    "controls_table",
     "show",
     "weights_table",
 ]
@@ -109,10 +111,63 @@ def activation_infos(
     ]
 
 
-def activations_table(infos: Sequence[ActivationInfo]) -> Table:
-    """Name, op, shape, dtype of activations, as the seed's table shows them."""
+def activations_table(
+    infos: Sequence[ActivationInfo], aliases: Mapping[str, Sequence[str]] | None = None
+) -> Table:
+    """Name, op, shape, dtype of activations, as the seed's table shows them, and their
+    aliases (``#name``, by activation name) when some have one."""
     rows = [[a.name, a.op, _fmt(a.shape), _fmt(a.dtype)] for a in infos]
+    if aliases and any(aliases.get(a.name) for a in infos):
+        rows = [[*row, " ".join(aliases.get(a.name, ()))] for row, a in zip(rows, infos)]
+        return Table(rows, ["name", "op", "shape", "dtype", "alias"])
     return Table(rows, ["name", "op", "shape", "dtype"])
+
+
+def controls_table(controls: Iterable[BendingParameter]) -> Table:
+    """Name, type, value, the values taken (range and the bounds of the arguments driven),
+    clamp, ramp, and the widget (kind, unit, curve, label, group) of each control.
+
+    Example:
+        >>> import torchbend as tb
+        >>> from torchbend.controls import Widget
+        >>> gain = tb.BendingParameter("gain", 0.5, range=(0.0, 2.0), widget=Widget(unit="dB"))
+        >>> controls_table([gain]).rows[0]
+        ['gain', 'float', 0.5, '[0.0, 2.0]', 'no', 0, 'knob', 'dB', 'linear', 'gain', '']
+    """
+    rows = []
+    for c in controls:
+        d = c.describe()
+        widget = d["widget"]
+        kind = widget["kind"]
+        if widget["choices"]:
+            kind += f" ({', '.join(widget['choices'])})"
+        low, high = d["limits"]
+        values = (
+            "True, False"
+            if d["type"] == "bool"
+            else f"[{_bound(low, '-inf')}, {_bound(high, 'inf')}]"
+        )
+        rows.append(
+            [
+                d["name"],
+                d["type"],
+                str(d["value"]) if d["type"] == "bool" else d["value"],
+                values,
+                "yes" if d["clamp"] else "no",
+                d["ramp"],
+                kind,
+                widget["unit"],
+                widget["curve"],
+                widget["label"],
+                widget["group"],
+            ]
+        )
+    headers = "name type value values clamp ramp widget unit curve label group".split()
+    return Table(rows, headers)
+
+
+def _bound(value: float | None, unbounded: str) -> str:
+    return unbounded if value is None else str(value)
 
 
 def _fmt(value: Any) -> str:

@@ -20,6 +20,7 @@ from torchbend.audio.live import import_sounddevice, live, write
 from torchbend.audio.osc import OSCControl
 from torchbend.audio.stream import Stream, StreamStats
 from torchbend.errors import AudioError
+from torchbend.safety import Safety
 
 pytest.importorskip("pythonosc", reason="OSC tests need python-osc: pip install 'torchbend[live]'")
 from pythonosc.udp_client import SimpleUDPClient
@@ -85,6 +86,14 @@ def test_osc_bend_and_reset(osc: OSCControl) -> None:
     assert torch.equal(osc.bended(x), x)
 
 
+def test_osc_bend_takes_aliases(osc: OSCControl) -> None:
+    x = torch.ones(1, 1, BLOCK)
+    osc.bended.mark("first", "_0")
+    send(osc, ("/torchbend/bend", ["Bias", "#first", "bias=0.25"]))
+    assert osc.apply() == 1
+    assert torch.allclose(osc.bended(x), x + 0.25)
+
+
 def test_osc_bad_messages_are_logged_and_ignored(
     osc: OSCControl, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -144,22 +153,13 @@ def test_write_maps_channels() -> None:
     import numpy as np
 
     out = np.zeros((4, 2), dtype=np.float32)
-    assert write(out, torch.ones(1, 4)) == (0, 0)
+    write(out, torch.ones(1, 4))
     assert (out == 1).all()
     write(out, torch.arange(12.0).reshape(3, 4) / 16)
     assert (out[:, 1] == np.array([4, 5, 6, 7], dtype=np.float32) / 16).all()
     out = np.ones((4, 3), dtype=np.float32)
     write(out, torch.ones(2, 4) * 0.5)
     assert (out[:, :2] == 0.5).all() and (out[:, 2] == 0).all()
-
-
-def test_write_limits_what_reaches_the_card() -> None:
-    import numpy as np
-
-    out = np.zeros((4, 2), dtype=np.float32)
-    y = torch.tensor([[0.5, float("nan"), 3.0, -float("inf")], [-2.0, 0.25, float("inf"), 1.0]])
-    assert write(out, y) == (3, 2)
-    assert out.T.tolist() == [[0.5, 0.0, 1.0, 0.0], [-1.0, 0.25, 0.0, 1.0]]
 
 
 class FakeCard:
@@ -194,36 +194,67 @@ class FakeCard:
 
 
 class Loud(nn.Module):
-    """Writes NaN, infinities and overs into its output."""
+    """Writes NaN, an infinity and a blow-up into its output."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = x.clone()
         y[..., 0] = float("nan")
         y[..., 1] = float("inf")
-        y[..., 2] = 4.0
-        y[..., 3] = 0.5
+        y[..., 64] = 1e6
         return y
 
 
-def test_live_never_sends_nan_or_overs_and_counts_them(
+def test_live_never_sends_nan_or_overs_and_says_so(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    import numpy as np
+
     card = FakeCard(blocks=3)
     monkeypatch.setitem(sys.modules, "sounddevice", card)
     caplog.set_level(logging.WARNING, logger="torchbend.audio.live")
-    stats = live(tb.BendedModule(Loud()), block_size=BLOCK, duration=0.0)
+    stats = live(tb.BendedModule(Loud()), block_size=BLOCK, channels=2, duration=0.0)
     assert len(card.written) == 3
     for block in card.written:
-        assert block[:4, 0].tolist() == [0.0, 0.0, 1.0, 0.5] and (block[4:] == 0).all()
-    assert (stats.blocks, stats.limited, stats.nonfinite, stats.clipped) == (3, 3, 6, 3)
-    assert "output limited in 3 blocks (6 NaN or infinite samples silenced, 3 clipped" in str(stats)
-    assert "limited in 3 blocks" in caplog.text
+        assert np.isfinite(block).all() and np.abs(block).max() <= 1.0
+        assert np.abs(block[0]).max() < 0.01 and np.abs(block[64]).min() > 0.5  # silence, DC
+    safety = stats.safety
+    assert safety is not None and stats.blocks == safety.blocks == 3
+    assert (safety.guarded_blocks, safety.nonfinite, safety.limited_blocks) == (3, 12, 3)
+    assert "; safety: guarded 3 blocks (12 NaN or infinite samples silenced), limited 3" in str(
+        stats
+    )
+    assert "the output was made safe: safety: guarded 3 blocks" in caplog.text
 
 
-def test_stats_of_a_clean_stream_do_not_mention_the_limiter() -> None:
+def test_live_without_safety_sends_the_output_as_it_is(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import numpy as np
+
+    card = FakeCard(blocks=2)
+    monkeypatch.setitem(sys.modules, "sounddevice", card)
+    caplog.set_level(logging.WARNING, logger="torchbend.audio.live")
+    stats = live(tb.BendedModule(Loud()), block_size=BLOCK, duration=0.0, safety=False)
+    for block in card.written:
+        assert np.isnan(block[0, 0]) and block[1, 0] == np.inf and block[64, 0] == 1e6
+    assert stats.safety is None and "safety" not in str(stats)
+    assert "made safe" not in caplog.text
+
+
+def test_live_takes_a_safety_stage_of_its_own_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    card = FakeCard(blocks=2)
+    monkeypatch.setitem(sys.modules, "sounddevice", card)
+    stage = Safety(48000, threshold=0.5)
+    stats = live(make_bended(), block_size=BLOCK, sample_rate=48000, safety=stage, duration=0.0)
+    assert stats.safety == stage.stats and stage.stats.blocks == 2
+    with pytest.raises(AudioError, match="works at 48000 Hz and the stream at 44100 Hz"):
+        live(make_bended(), block_size=BLOCK, safety=stage, duration=0.0)
+
+
+def test_stats_of_a_stream_without_safety_do_not_mention_it() -> None:
     stream = Stream(nn.Identity(), block_size=BLOCK)
     stream.process_block(torch.zeros(1, BLOCK))
-    assert stream.stats.limited == 0 and "limited" not in str(stream.stats)
+    assert stream.stats.safety is None and "safety" not in str(stream.stats)
 
 
 NULL_DEVICE_HELP = (

@@ -66,6 +66,9 @@ EXAMPLES: dict[str, Callable[[], dict[str, Any]]] = {
     "Clamp": lambda: dict(min=-0.5, max=0.25),
     "Dilate": lambda: dict(size=4),
     "Erode": lambda: dict(size=3),
+    "Filter": lambda: dict(
+        kind="bandpass", cutoff=0.2, resonance=2.0, dim=-1, mix=0.75, carry=False
+    ),
     "Flip": lambda: dict(dim=(-2, -1), active=True),
     "InterpolateActivation": lambda: dict(sources=signed_randn(*SHAPE) + 1.0, weight=0.5),
     "InterpolationFromCapture": lambda: dict(capture=_captured(), weight=0.5, index=0),
@@ -77,14 +80,19 @@ EXAMPLES: dict[str, Callable[[], dict[str, Any]]] = {
     "Permute": lambda: dict(dim=-2, seed=3, amount=0.5),
     "Quantize": lambda: dict(bits=3),
     "Randomize": lambda: dict(fraction=0.5, std=2.0, seed=5),
+    "Reverse": lambda: dict(block=5),
     "Roll": lambda: dict(shift=0.25, dim=-1),
     "Scale": lambda: dict(scale=-2.0),
+    # A saved tensor of another batch size and length: fitted by repetition and cropping.
+    "Rewire": lambda: dict(source="conv", amount=0.5),  # ACT is the source: it passes
+    "Snapshot": lambda: dict(amount=0.5, saved={ACT: signed_randn(1, 4, 12) + 1.0}),
     "SoftClip": lambda: dict(drive=2.0),
     "Spread": lambda: dict(amount=0.5),
     "Tanh": lambda: dict(active=True),
     "Threshold": lambda: dict(value=0.5),
     "ThresholdActivation": lambda: dict(keep=0.5, dim=-2),
     "TimeStretch": lambda: dict(factor=0.75),
+    "Unphase": lambda: dict(shift=0.4, seed=7, dim=-2),
 }
 
 # Chain combines callbacks (and takes them as *callbacks): tests/callbacks/test_base.py tests it.

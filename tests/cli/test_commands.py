@@ -151,3 +151,19 @@ def test_inspect_takes_a_sound_of_any_length(tmp_path, capsys):
     tb.audio.save(sound, torch.randn(1, 478) * 0.1, 44100)
     assert main(["inspect", "tiny_rave", "--audio", str(sound)]) == 0
     assert "[1, 1, 480]" in capsys.readouterr().out  # padded to the ratio
+
+
+def test_marked_aliases_stand_for_their_targets_in_bend_flags(tmp_path, capsys):
+    sound = tmp_path / "in.wav"
+    tb.audio.save(sound, torch.randn(1, 4096) * 0.1, 44100)
+    common = ["bend", "tiny_rave", str(sound), "--quiet"]
+    aliased = [*common, str(tmp_path / "a.wav"), "--mark", "latent=encoder_2"]
+    assert main([*aliased, "--bend", "Scale(0.0)@#latent"]) == 0
+    assert main([*common, str(tmp_path / "b.wav"), "--bend", "Scale(0.0)@encoder_2$"]) == 0
+    a, _ = tb.audio.load(tmp_path / "a.wav")
+    b, _ = tb.audio.load(tmp_path / "b.wav")
+    assert torch.equal(a, b)
+    assert main([*common, str(tmp_path / "c.wav"), "--mark", "latent"]) == 2
+    assert "--mark takes NAME=TARGET" in capsys.readouterr().err
+    assert main([*common, str(tmp_path / "c.wav"), "--bend", "Scale(0.0)@#nope"]) == 2
+    assert "no alias '#nope'" in capsys.readouterr().err

@@ -288,3 +288,83 @@ def test_extra_arguments_with_defaults_keep_them(tmp_path):
     x = torch.randn(1, 1, 64)
     with torch.no_grad():
         assert torch.equal(torch.jit.load(str(tmp_path / "x.ts"))(x), bended(x))
+
+
+class Blowing(nn.Module):
+    """Audio to audio, [B, 1, T] -> [B, 1, T], without state."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(1, 4, 3, padding=1)
+        self.act = nn.Tanh()
+        self.out = nn.Conv1d(4, 1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.act(self.conv(x)))
+
+
+def test_safety_keeps_a_blown_up_export_within_full_scale_as_python_does(tmp_path):
+    torch.manual_seed(0)
+    bended = tb.BendedModule(Blowing())
+    bended.trace(x=torch.randn(1, 1, 2048))
+    bended.bend(tb.Scale(1e6), "act$")
+    nntilde(bended, tmp_path / "raw.ts")
+    nntilde(bended, tmp_path / "safe.ts", safety=True)
+    raw, safe = (torch.jit.load(str(tmp_path / f"{n}.ts")) for n in ("raw", "safe"))
+    stage = tb.audio.Safety(44100)
+    for _ in range(3):  # the stage's state goes on from call to call, as nn~ calls it
+        x = torch.randn(1, 1, 2048) * 0.1
+        with torch.no_grad():
+            expected = bended(x)
+            assert torch.equal(raw(x), expected) and expected.abs().max() > 1e3
+            got = safe(x)
+            assert got.abs().max() <= 1
+            torch.testing.assert_close(got, stage(expected), atol=1e-6, rtol=0)
+    assert safe.get_methods() == ["forward"] and safe.forward_params.tolist() == [1, 1, 1, 1]
+
+
+class AutoEncoder(nn.Module):
+    """Audio [B, 1, T] to latents [B, 2, T / 16] and back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv_in = nn.Conv1d(1, 2, 16, stride=16)
+        self.conv_out = nn.ConvTranspose1d(2, 1, 16, stride=16)
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv_in(x)
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        return self.conv_out(z)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.decode(self.encode(x))
+
+
+def test_safety_goes_on_audio_outputs_only(tmp_path):
+    torch.manual_seed(0)
+    bended = tb.BendedModule(AutoEncoder())
+    bended.trace("encode", x=torch.randn(1, 1, 256))
+    bended.trace("decode", z=torch.randn(1, 2, 16))
+    bended.bend(tb.Scale(1e3), "conv_in$")
+    methods = ["encode", "decode"]
+    nntilde(bended, tmp_path / "x.ts", methods, safety=tb.audio.Safety(44100, threshold=0.5))
+    exported = torch.jit.load(str(tmp_path / "x.ts"))
+    x = torch.randn(1, 1, 256)
+    with torch.no_grad():
+        z = exported.encode(x)
+        assert torch.equal(z, bended.call("encode", x)) and z.abs().max() > 10  # latents
+        assert exported.decode(z * 1e3).abs().max() <= 1
+    with pytest.raises(ExportError, match="no exported method gives audio"):
+        nntilde(bended, tmp_path / "y.ts", "encode", safety=True)
+    assert not (tmp_path / "y.ts").exists()
+
+
+def test_safety_settings_are_checked(tmp_path):
+    bended = tb.BendedModule(Blowing())
+    bended.trace(x=torch.randn(1, 1, 64))
+    with pytest.raises(ExportError, match="works at 48000 Hz and the export at 44100 Hz"):
+        nntilde(bended, tmp_path / "x.ts", safety=tb.audio.Safety(48000))
+    with pytest.raises(ExportError, match=r"safety must be True, False or a tb\.audio\.Safety"):
+        nntilde(bended, tmp_path / "x.ts", safety="on")  # type: ignore[arg-type]
+    nntilde(bended, tmp_path / "x.ts", sample_rate=48000, safety=tb.audio.Safety(48000))

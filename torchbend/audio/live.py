@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
 from ..bended import BendedModule
 from ..errors import AudioError
+from ..safety import Safety
 from .osc import OSCControl
 from .stream import Stream, StreamStats
 
-__all__ = ["import_sounddevice", "limit", "live", "write"]
+__all__ = ["import_sounddevice", "live", "write"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +47,7 @@ def live(
     duration: float | None = None,
     *,
     model_channels: int | None = None,
+    safety: bool | Safety = True,
 ) -> StreamStats:
     """Play a bended model live: sound card input, through ``method``, to the output.
 
@@ -55,8 +55,14 @@ def live(
     ``None``. With ``osc_port``, an :class:`OSCControl` on ``127.0.0.1:osc_port`` changes
     controls and bendings, applied between blocks in the audio callback. An error in the
     model or a control is logged and gives a block of silence; it never stops the stream.
-    Nothing but finite samples in ``[-1, 1]`` reaches the sound card: NaN and infinite samples
-    are silenced and others clipped (:func:`limit`), and the stats count how often.
+
+    The output goes through a safety stage (:class:`~torchbend.audio.Safety`) on its way to
+    the sound card, so that a bending that blows the model up does not reach the speakers at
+    full scale: NaN and infinite samples are silenced, DC is removed, and a soft limiter keeps
+    the output within ``[-1, 1]`` while leaving sound below its threshold untouched. The stats
+    say what it did, and a warning is logged at the end if it silenced or limited anything.
+    ``safety=False`` sends the model's output as it is (to a virtual device feeding other
+    software, say): NaN included, and samples beyond ``[-1, 1]``, which a sound card clips.
 
     Args:
         bended: a :class:`~torchbend.BendedModule` (or a plain module, without OSC).
@@ -71,15 +77,19 @@ def live(
         duration: seconds to play; ``None``: until interrupted.
         model_channels: channels the model takes (``1`` runs each card channel through a
             mono model); ``None``: as :class:`Stream` finds them.
+        safety: ``True``: the safety stage with its default settings; a
+            :class:`~torchbend.audio.Safety` (at ``sample_rate``) for other settings;
+            ``False``: none.
 
     Returns:
-        The stream's :class:`StreamStats` (realtime factor, overruns, latency, and the blocks
-        and samples the output limiter acted on).
+        The stream's :class:`StreamStats` (realtime factor, overruns, latency, and in
+        ``safety`` what the safety stage did).
 
     Raises:
         ImportError: sounddevice or python-osc is missing (``pip install 'torchbend[live]'``),
             or the PortAudio library is (system package ``libportaudio2``).
-        AudioError: the sound card stream cannot be opened with these settings.
+        AudioError: the sound card stream cannot be opened with these settings, or the
+            safety stage given works at another sample rate.
         Exception: whatever the model raises on a first block of silence, run before the
             sound card starts.
     """
@@ -90,6 +100,7 @@ def live(
         block_size=block_size,
         channels=model_channels,
         sample_rate=sample_rate,
+        safety=safety,
     )
     # One block of silence before the card starts: a model that cannot take these blocks fails
     # here with its own error instead of playing silence, and the first real block does not
@@ -104,7 +115,6 @@ def live(
         osc = OSCControl(bended, osc_port).start()
     failures = [0]
     xruns = [0]
-    limited = [0, 0, 0]  # blocks, NaN or infinite samples, clipped samples
 
     def callback(indata: Any, outdata: Any, frames: int, _time: Any, status: Any) -> None:
         if status:
@@ -114,12 +124,7 @@ def live(
                 osc.apply()
             if frames != block_size:
                 raise AudioError(f"the sound card gave {frames} frames, not {block_size}")
-            y = stream.process_block(torch.from_numpy(indata.T.copy()))
-            nonfinite, clipped = write(outdata, y)
-            if nonfinite or clipped:
-                limited[0] += 1
-                limited[1] += nonfinite
-                limited[2] += clipped
+            write(outdata, stream.process_block(torch.from_numpy(indata.T.copy())))
         except Exception:
             outdata.fill(0)
             failures[0] += 1
@@ -156,20 +161,16 @@ def live(
         logger.warning("live: %d blocks failed and played silence", failures[0])
     if xruns[0]:
         logger.warning("live: the sound card reported %d under/overflows", xruns[0])
-    if limited[0]:
-        logger.warning(
-            "live: the output was limited in %d blocks: %d NaN or infinite samples silenced, "
-            "%d samples clipped to [-1, 1]",
-            *limited,
-        )
-    blocks, nonfinite, clipped = limited
-    return dataclasses.replace(stream.stats, limited=blocks, nonfinite=nonfinite, clipped=clipped)
+    stats = stream.stats
+    if stats.safety is not None and stats.safety.acted:
+        logger.warning("live: the output was made safe: %s", stats.safety)
+    return stats
 
 
-def write(outdata: Any, y: torch.Tensor) -> tuple[int, int]:
+def write(outdata: Any, y: torch.Tensor) -> None:
     """Write model output ``[out_channels, frames]`` to a card buffer ``[frames, channels]``:
     a mono output goes to every channel, extra output channels are dropped, missing ones
-    are silent. The buffer is then limited (:func:`limit`); returns its counts."""
+    are silent."""
     channels = outdata.shape[1]
     out = y.detach().to("cpu", torch.float32).numpy()
     if out.shape[0] == 1:
@@ -179,25 +180,3 @@ def write(outdata: Any, y: torch.Tensor) -> tuple[int, int]:
     else:
         outdata.fill(0)
         outdata[:, : out.shape[0]] = out.T
-    return limit(outdata)
-
-
-def limit(block: np.ndarray) -> tuple[int, int]:
-    """Make ``block`` safe for a sound card, in place: NaN and infinite samples become 0 and
-    the others are clipped to ``[-1, 1]`` (a hard clip: it never changes samples within).
-
-    Returns:
-        ``(nonfinite, clipped)``: how many samples were silenced, and how many clipped.
-
-    >>> block = np.array([[0.5, np.nan], [2.0, -np.inf]], dtype=np.float32)
-    >>> limit(block), block.tolist()
-    ((2, 1), [[0.5, 0.0], [1.0, 0.0]])
-    """
-    finite = np.isfinite(block)
-    nonfinite = int(block.size - np.count_nonzero(finite))
-    if nonfinite:
-        block[~finite] = 0.0
-    clipped = int(np.count_nonzero(np.abs(block) > 1.0))
-    if clipped:
-        np.clip(block, -1.0, 1.0, out=block)
-    return nonfinite, clipped

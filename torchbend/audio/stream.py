@@ -15,6 +15,7 @@ from torch import nn
 
 from ..bended import BendedModule
 from ..errors import AudioError
+from ..safety import Safety, SafetyStats
 
 __all__ = ["MAX_BLOCK_SIZE", "MIN_BLOCK_SIZE", "Stream", "StreamStats"]
 
@@ -45,14 +46,10 @@ class StreamStats:
     max_time: float
     """Longest compute time of a block, in seconds."""
     last_time: float
-    """Compute time of the last block, in seconds."""
-    limited: int = 0
-    """Blocks whose output :func:`~torchbend.audio.live` limited before the sound card: NaN or
-    infinite samples silenced, or samples clipped to ``[-1, 1]``."""
-    nonfinite: int = 0
-    """NaN or infinite output samples :func:`~torchbend.audio.live` wrote as 0."""
-    clipped: int = 0
-    """Output samples beyond ``[-1, 1]`` :func:`~torchbend.audio.live` clipped to it."""
+    """Compute time of the last block, in seconds (the safety stage's included)."""
+    safety: SafetyStats | None = None
+    """What the stream's safety stage did (:class:`~torchbend.audio.Safety`); ``None``
+    without one."""
 
     @property
     def budget(self) -> float:
@@ -79,11 +76,8 @@ class StreamStats:
             f"{self.overruns} overruns, latency {self.latency} samples "
             f"({self.latency_ms:.1f} ms)"
         )
-        if self.limited:
-            text += (
-                f", output limited in {self.limited} blocks ({self.nonfinite} NaN or infinite "
-                f"samples silenced, {self.clipped} clipped to [-1, 1])"
-            )
+        if self.safety is not None:
+            text += f"; {self.safety}"
         return text
 
 
@@ -100,6 +94,13 @@ class Stream:
     ``channels > 1`` is copied to every channel. With ``channels=None`` the input goes in as
     it is. The model's output may have any number of channels.
 
+    Safety: with ``safety=True`` (or a :class:`~torchbend.audio.Safety` of your settings),
+    the model's output goes through a safety stage before it is returned: NaN and infinite
+    samples silenced, DC removed, and a soft limiter that keeps it within ``[-1, 1]`` and
+    leaves sound below its threshold untouched; ``stats.safety`` says what it did. It is off
+    by default, so that an offline render is exactly the model's output; live play
+    (:func:`~torchbend.audio.live`) turns it on. It is meant for methods whose output is audio.
+
     Args:
         model: a :class:`~torchbend.BendedModule` or a plain ``nn.Module``.
         method: the method to run: it takes audio ``[batch, channels, time]``.
@@ -110,6 +111,9 @@ class Stream:
             ``n_channels`` or ``in_channels`` attribute if it is an int, else passes the input's
             channels as they are.
         sample_rate: sample rate, in Hz (sets the time budget of a block).
+        safety: pass the output through a :class:`~torchbend.audio.Safety` stage: ``True``
+            for one with its default settings at ``sample_rate``, or one of your own (at
+            the same sample rate); ``False``: the model's output as it is.
 
     Shape:
         - Input: ``[channels, time]`` or ``[batch, channels, time]``, any ``time``
@@ -142,6 +146,7 @@ class Stream:
         ratio: int | None = None,
         channels: int | None = None,
         sample_rate: int = 44100,
+        safety: bool | Safety = False,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise AudioError(f"Stream takes an nn.Module or a BendedModule, got {type(model)}")
@@ -169,6 +174,8 @@ class Stream:
         self.channels = channels
         self.sample_rate = sample_rate
         self.model_latency = _int_attribute(inner, "latency", 0) or 0
+        self.safety = _safety_stage(safety, sample_rate)
+        """The safety stage the output goes through, or ``None``."""
         self._inner = inner
         self._fn: Callable[[torch.Tensor], Any]
         if isinstance(model, BendedModule):
@@ -201,10 +208,14 @@ class Stream:
             median_time=statistics.median(self._recent) if self._recent else 0.0,
             max_time=self._max,
             last_time=self._last,
+            safety=self.safety.stats if self.safety is not None else None,
         )
 
     def reset(self, cache: bool = True) -> None:
-        """Clear the timings and, with ``cache``, the model's state (its ``reset_cache()``)."""
+        """Clear the timings and, with ``cache``, the model's state (its ``reset_cache()``);
+        the same for the safety stage's counters and, with ``cache``, its filters."""
+        if self.safety is not None:
+            self.safety.reset(state=cache)
         self._recent.clear()
         self._blocks = self._overruns = 0
         self._total = self._max = self._last = 0.0
@@ -273,7 +284,6 @@ class Stream:
         start = time.perf_counter()
         with torch.no_grad():
             y = self._fn(x)
-        elapsed = time.perf_counter() - start
         if not isinstance(y, torch.Tensor) or y.dim() != 3:
             shape = list(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__
             raise AudioError(
@@ -282,7 +292,10 @@ class Stream:
             )
         if fold:
             y = y.reshape(batch, channels * y.shape[1], y.shape[-1])
-        self._count(elapsed)
+        if self.safety is not None:
+            with torch.no_grad():
+                y = self.safety(y)
+        self._count(time.perf_counter() - start)
         return y
 
     def _count(self, elapsed: float) -> None:
@@ -305,7 +318,22 @@ class Stream:
             args.append(f"channels={self.channels}")
         if self.sample_rate != 44100:
             args.append(f"sample_rate={self.sample_rate}")
+        if self.safety is not None:
+            args.append(f"safety={self.safety!r}")
         return f"Stream({', '.join(args)})"
+
+
+def _safety_stage(safety: bool | Safety, sample_rate: int) -> Safety | None:
+    if isinstance(safety, Safety):
+        if safety.sample_rate != sample_rate:
+            raise AudioError(
+                f"the safety stage works at {safety.sample_rate} Hz and the stream at "
+                f"{sample_rate} Hz; make it with Safety({sample_rate}, ...)"
+            )
+        return safety
+    if not isinstance(safety, bool):
+        raise AudioError(f"safety must be True, False or a tb.audio.Safety, got {safety!r}")
+    return Safety(sample_rate) if safety else None
 
 
 def _int_attribute(module: nn.Module, name: str, default: int | None) -> int | None:

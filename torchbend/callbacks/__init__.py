@@ -7,6 +7,7 @@ from .base import BendingCallback, Chain
 from .capture import Capture, InterpolateActivation, InterpolationFromCapture
 from .clamp import Clamp
 from .distortion import Invert, Quantize, SoftClip, Spread, Tanh
+from .filter import Filter
 from .geometry import Flip, Roll, TimeStretch
 from .lambda_ import Lambda
 from .loading import callback_from_name, load_callbacks
@@ -15,7 +16,10 @@ from .morphology import Dilate, Erode
 from .noise import Noise, Normal
 from .permute import Permute
 from .registry import CALLBACKS
+from .rewire import Rewire
+from .snapshot import Snapshot
 from .threshold import Threshold, ThresholdActivation
+from .time import Reverse, Unphase
 
 __all__ = [
     "CALLBACKS",
@@ -29,6 +33,7 @@ __all__ = [
     "Clamp",
     "Dilate",
     "Erode",
+    "Filter",
     "Flip",
     "InterpolateActivation",
     "InterpolationFromCapture",
@@ -41,14 +46,18 @@ __all__ = [
     "Permute",
     "Quantize",
     "Randomize",
+    "Reverse",
+    "Rewire",
     "Roll",
     "Scale",
+    "Snapshot",
     "SoftClip",
     "Spread",
     "Tanh",
     "Threshold",
     "ThresholdActivation",
     "TimeStretch",
+    "Unphase",
     "callback_from_name",
     "load_callbacks",
 ]

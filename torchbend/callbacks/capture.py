@@ -13,7 +13,7 @@ from ..errors import BendingError
 from .argument import Argument
 from .base import BendingCallback
 
-__all__ = ["Capture", "InterpolateActivation", "InterpolationFromCapture"]
+__all__ = ["Capture", "InterpolateActivation", "InterpolationFromCapture", "crossfade"]
 
 
 class Capture(BendingCallback):
@@ -142,6 +142,24 @@ def _fit(source: torch.Tensor, x: torch.Tensor, name: str, owner: str) -> torch.
     return source.to(dtype=x.dtype, device=x.device)
 
 
+def crossfade(x: torch.Tensor, source: torch.Tensor, amount: float | torch.Tensor) -> torch.Tensor:
+    """``(1 - amount) * x + amount * source``, with ``source`` broadcasting onto ``x``.
+
+    Computed as ``x + (source - x) * amount``; at ``amount`` 0 it returns ``x`` itself and at 1
+    a copy of ``source`` (expanded to ``x``'s shape), bit for bit, so that the ends of a
+    crossfade are exact (``-0.0`` stays, an infinite ``x`` does not make a NaN). ``amount``
+    may be a tensor that broadcasts onto ``x`` (a ramp along time).
+    """
+    # One return per type of ``amount``: TorchScript needs the branch to know the product.
+    if isinstance(amount, torch.Tensor):
+        return x + (source - x) * amount
+    if amount == 0.0:
+        return x
+    if amount == 1.0:
+        return source.expand_as(x).clone()
+    return x + (source - x) * amount
+
+
 class InterpolateActivation(BendingCallback):
     """Mixes given activations into the targets: ``(1 - weight) * x + weight * source``.
 
@@ -184,7 +202,7 @@ class InterpolateActivation(BendingCallback):
         if isinstance(w, float) and w == 0.0:
             return x
         source = _fit(self._source(name), x, name, type(self).__name__)
-        return x + (source - x) * w
+        return crossfade(x, source, w)
 
 
 class InterpolationFromCapture(InterpolateActivation):

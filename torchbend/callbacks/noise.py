@@ -6,7 +6,7 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dims, kept_shape, target_seed
+from .args import as_dims, kept_shape, target_generator, target_seed
 from .argument import Argument
 from .seeded import Seeded
 
@@ -121,7 +121,15 @@ class Noise(Seeded):
         generator: torch.Generator | None = None
         if name in self.weight_seeds:
             generator = torch.Generator().manual_seed(self.weight_seeds[name])
+        elif self.seed is not None and not torch.jit.is_scripting():
+            generator = self._generator_of(name)  # a weight never registered (called alone)
         return self._add_noise(weight, generator, self.std)
+
+    @torch.jit.unused
+    def _generator_of(self, name: str) -> torch.Generator:
+        generator = target_generator(self.seed, name)
+        assert generator is not None
+        return generator
 
     def _add_noise(
         self,

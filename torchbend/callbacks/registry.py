@@ -8,13 +8,17 @@ from .base import BendingCallback, Chain
 from .capture import Capture, InterpolateActivation, InterpolationFromCapture
 from .clamp import Clamp
 from .distortion import Invert, Quantize, SoftClip, Spread, Tanh
+from .filter import Filter
 from .geometry import Flip, Roll, TimeStretch
 from .lambda_ import Lambda
 from .mask import Mask
 from .morphology import Dilate, Erode
 from .noise import Noise
 from .permute import Permute
+from .rewire import Rewire
+from .snapshot import Snapshot
 from .threshold import Threshold, ThresholdActivation
+from .time import Reverse, Unphase
 
 __all__ = ["ALIASES", "CALLBACKS"]
 
@@ -29,6 +33,7 @@ CALLBACKS: dict[str, type[BendingCallback]] = {
         Clamp,
         Dilate,
         Erode,
+        Filter,
         Flip,
         InterpolateActivation,
         InterpolationFromCapture,
@@ -40,14 +45,18 @@ CALLBACKS: dict[str, type[BendingCallback]] = {
         Permute,
         Quantize,
         Randomize,
+        Reverse,
+        Rewire,
         Roll,
         Scale,
+        Snapshot,
         SoftClip,
         Spread,
         Tanh,
         Threshold,
         ThresholdActivation,
         TimeStretch,
+        Unphase,
     )
 }
 """Every callback class ``torchbend.callbacks`` exports, by class name (``Normal`` is an alias

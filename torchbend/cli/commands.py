@@ -56,6 +56,13 @@ def _apply_bendings(bended: BendedModule, args: argparse.Namespace) -> list[str]
 
     for path in getattr(args, "plugins", None) or []:
         load_callbacks(path)  # the user's own callbacks, which a configuration may name
+    for spec in getattr(args, "mark", None) or []:
+        alias, _, target = spec.partition("=")
+        if not target:
+            raise TorchbendError(
+                f"--mark takes NAME=TARGET (such as latent=encoder_11), got {spec!r}"
+            )
+        bended.mark(alias, target)
     keys: list[str] = []
     if getattr(args, "config", None):
         keys += bended.bend(BendingConfig.load(args.config))
@@ -122,12 +129,15 @@ def render(
     fn: str,
     block_size: int | None,
     progress: Any = None,
+    safety: bool = False,
 ) -> tuple[torch.Tensor, str]:
     """``audio`` (``[channels, time]``) through traced method ``fn`` of ``bended``, and how:
     block by block as :class:`~torchbend.audio.stream.Stream` runs it, from a clean state, or
     with ``block_size=None`` in one pass over the whole file. Any length in, the same length
-    out."""
+    out. With ``safety``, the output goes through :class:`~torchbend.audio.Safety` (block by
+    block with the model, or in one pass after it: the same, to float rounding)."""
     from ..audio.stream import Stream
+    from ..safety import Safety
 
     ratio = _ratio(bended.module)
     if block_size is None:
@@ -140,12 +150,27 @@ def render(
                 f"{fn} gave {shape} for audio of shape {list(x.shape)}: `torchbend bend` "
                 "takes methods from audio to audio of the same length"
             )
-        return out[0, :, : audio.shape[-1]], "in one pass"
-    stream = Stream(bended, method=fn, block_size=block_size, ratio=ratio, sample_rate=sample_rate)
+        if not safety:
+            return out[0, :, : audio.shape[-1]], "in one pass"
+        stage = Safety(sample_rate)
+        with torch.inference_mode():
+            out = stage(out)
+        return out[0, :, : audio.shape[-1]], f"in one pass; {stage.stats}"
+    stream = Stream(
+        bended,
+        method=fn,
+        block_size=block_size,
+        ratio=ratio,
+        sample_rate=sample_rate,
+        safety=safety,
+    )
     stream.reset()  # the state the trace left behind
     with torch.inference_mode():
         out = stream.process(audio, before_block=progress)
-    return out, f"by blocks of {block_size}, {stream.stats.realtime_factor:.0f}x realtime"
+    how = f"by blocks of {block_size}, {stream.stats.realtime_factor:.0f}x realtime"
+    if stream.stats.safety is not None:
+        how += f"; {stream.stats.safety}"
+    return out, how
 
 
 def cmd_bend(args: argparse.Namespace) -> int:
@@ -171,7 +196,7 @@ def cmd_bend(args: argparse.Namespace) -> int:
             bar = "#" * int(30 * i / count)
             print(f"\r[{bar:<30}] {i / count:4.0%}", end="", file=sys.stderr, flush=True)
 
-    out, how = render(model, audio, sr, args.fn, block, progress)
+    out, how = render(model, audio, sr, args.fn, block, progress, safety=args.safety)
     if not args.quiet and block is not None:
         print(f"\r[{'#' * 30}] 100%", file=sys.stderr)
     save(out_path, out, sr)
@@ -239,6 +264,7 @@ def cmd_live(args: argparse.Namespace) -> int:
             if args.osc_port is not None
             else "  no OSC (--osc-port to control it)\n"
         )
+        + ("  no safety stage: the output goes to the card as it is\n" if args.no_safety else "")
         + "  controls: "
         + (", ".join(f"{name}={c.get()}" for name, c in controls.items()) or "none")
         + ("\n  Ctrl-C to stop" if args.duration is None else ""),
@@ -253,6 +279,7 @@ def cmd_live(args: argparse.Namespace) -> int:
         sample_rate=args.sample_rate,
         osc_port=args.osc_port,
         duration=args.duration,
+        safety=not args.no_safety,
     )
     print(stats)
     return 0

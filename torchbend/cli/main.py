@@ -75,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
             "only; `torchbend callbacks` lists them); repeat it for more",
         )
         p.add_argument(
+            "--mark",
+            action="append",
+            metavar="NAME=TARGET",
+            help="name a weight or an activation, such as 'latent=encoder_11', so that "
+            "'#latent' stands for it in --bend patterns; repeat it for more",
+        )
+        p.add_argument(
             "--config",
             help="a bending configuration file (JSON); it may name callbacks of torchbend "
             "and of --plugins files, and never makes torchbend import anything",
@@ -120,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
         "other in one pass over the whole file",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--safety",
+        action="store_true",
+        help="pass the output through the safety stage of live play (tb.audio.Safety: NaN "
+        "silenced, DC removed, soft limiter within [-1, 1]) instead of writing it as it is",
+    )
     p.set_defaults(run=cmd_bend)
 
     p = command("export", "export a bended model (nn~, TorchScript, torch.export, ONNX)")
@@ -152,6 +165,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--output-device", type=_device, help="sound card output (name or index; the default)"
     )
     p.add_argument("--duration", type=float, help="seconds to play; until Ctrl-C without it")
+    p.add_argument(
+        "--no-safety",
+        action="store_true",
+        help="send the model's output to the card as it is, without the safety stage (NaN "
+        "silenced, DC removed, soft limiter within [-1, 1])",
+    )
     p.set_defaults(run=cmd_live)
 
     p = command("demo", "bend the shipped model several ways on the shipped sounds")

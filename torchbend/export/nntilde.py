@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import math
 import warnings
@@ -14,6 +15,7 @@ import torch.fx
 
 from ..bended import BendedModule
 from ..errors import ExportError, TracingError
+from ..safety import Safety
 from ..tracing.facts import describe_fact
 from ..tracing.records import record_of
 from .arguments import MISSING, ExportedArgument
@@ -59,6 +61,7 @@ def nntilde(
     input_labels: Mapping[str, Sequence[str]] | None = None,
     output_labels: Mapping[str, Sequence[str]] | None = None,
     min_buffer_size: int | None = None,
+    safety: bool | Safety = False,
 ) -> NNTildeReport:
     """Write ``bended`` as an nn~ ``.ts`` file, check it as nn~ will use it, and report.
 
@@ -71,14 +74,20 @@ def nntilde(
     ``sample_rate``.
 
     A bended TorchScript file is written back as itself with its weights bent when it has
-    weight bendings only; with activation bendings, from its graphs, the file's methods,
-    params, labels, sample rate and smallest buffer being the defaults (its nn~ attributes
-    are not carried over: a warning names them).
+    weight bendings only (and no ``safety``); with activation bendings, from its graphs, the
+    file's methods, params, labels, sample rate and smallest buffer being the defaults (its
+    nn~ attributes are not carried over: a warning names them).
 
     Channels and ratios are read from the traced shapes of each method: an input
     ``[B, C_in, T]`` and an output ``[B, C_out, T / r]`` give out_ratio ``r`` (and an output
     ``[B, C_out, T * r]`` gives in_ratio ``r``). The written file is then run as nn~ runs it
     (:func:`~torchbend.export.check_nntilde`); a file that fails is deleted.
+
+    With ``safety``, each method whose output is audio (``out_ratio`` 1: ``forward``,
+    ``decode``) ends with the safety stage of live play (:class:`~torchbend.audio.Safety`,
+    scripted: NaN silenced, DC removed, a soft limiter within ``[-1, 1]``), so that a bending
+    that blows the model up does not reach nn~'s outlets at full scale. Each method has its
+    own stage, whose state follows nn~'s calls (and starts over when the batch changes).
 
     Args:
         bended: the bended module, with every exported method traced on a ``[B, C, T]`` input;
@@ -95,6 +104,9 @@ def nntilde(
         min_buffer_size: the smallest buffer, in samples, the model takes, a power of two
             (default: the wrapped module's ``ratio`` attribute, else 1); checks run from
             there up to :data:`~torchbend.export.check.MAX_BUFFER_SIZE`.
+        safety: ``True``: the safety stage with its default settings at ``sample_rate``;
+            a :class:`~torchbend.audio.Safety` (at ``sample_rate``) for other settings;
+            ``False``: the methods' outputs as they are.
 
     Raises:
         ExportError: for a sample rate, buffer size, params or labels out of their bounds
@@ -120,7 +132,7 @@ def nntilde(
     module = _bended(bended, names, params)
     if isinstance(module.module, torch.jit.ScriptModule):
         view = module.view()
-        if not _activation_keys(view):
+        if not _activation_keys(view) and safety is False:
             return _rewrite_scripted(view, Path(path))
         contract = FileContract(module.module)
         names = names or contract.methods
@@ -145,6 +157,7 @@ def nntilde(
     if clash:
         raise ExportError(f"controls {clash} have names nn~ reserves; rename them")
     plan.check_savable()
+    stage = _safety_stage(safety, int(sample_rate or 44100))
     container = build(plan)
     for method in plan.methods:
         entry = plan.entries[method]
@@ -153,6 +166,8 @@ def nntilde(
             (params or {}).get(method) or infer_params(method, entry, plan.arguments[method]),
         )
         _check_one_graph(plan.bended, method, entry, values, least)
+        if stage is not None and values[3] == 1:
+            _append_safety(container, plan, method, stage)
         container.register_buffer(f"{method}_params", torch.tensor(values))
         for side, count, given in (
             ("input", values[0], input_labels),
@@ -167,11 +182,58 @@ def nntilde(
             setattr(container, f"{method}_{side}_labels", labels)
     for name, c in plan.controls.items():
         container.register_buffer(f"{name}_params", torch.tensor([TYPE_HASH[c.control.kind]]))
+    if stage is not None and not any(isinstance(m, SafeOutput) for m in container.children()):
+        raise ExportError(
+            f"safety=True limits audio outputs, and no exported method gives audio (methods "
+            f"{plan.methods}, none with out_ratio 1); export forward or decode with it"
+        )
     container.sr = int(sample_rate or 44100)  # type: ignore[assignment]
     container.register_buffer("min_buffer_size", torch.tensor([least]))
     extra = contract_source(plan.methods, list(plan.controls))
     scripted = script(plan, container, getters="tuple", extra=extra)
     return _save_checked(scripted, Path(path))
+
+
+class SafeOutput(torch.nn.Module):
+    """An exported method's graph, then the safety stage (``nntilde(..., safety=True)``)."""
+
+    def __init__(self, graph: torch.nn.Module, safety: Safety) -> None:
+        super().__init__()
+        self.graph = graph
+        self.safety = safety
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.safety(self.graph(x))
+
+
+def _safety_stage(safety: Any, sample_rate: int) -> Safety | None:
+    """The stage ``nntilde(..., safety=)`` asks for, at the export's sample rate, or ``None``."""
+    if isinstance(safety, Safety):
+        if safety.sample_rate != sample_rate:
+            raise ExportError(
+                f"the safety stage works at {safety.sample_rate} Hz and the export at "
+                f"{sample_rate} Hz; make it with Safety({sample_rate}, ...)"
+            )
+        return safety
+    if not isinstance(safety, bool):
+        raise ExportError(f"safety must be True, False or a tb.audio.Safety, got {safety!r}")
+    return Safety(sample_rate) if safety else None
+
+
+def _append_safety(
+    container: torch.nn.Module, plan: ExportPlan, method: str, stage: Safety
+) -> None:
+    """Run a fresh copy of ``stage`` on what ``method``'s graph returns."""
+    passed = [a.name for a in plan.arguments[method] if a.in_graph]
+    if len(passed) != 1:
+        raise ExportError(
+            f"safety=True appends the safety stage to graphs of one input; the graph of "
+            f"{method!r} takes {passed}"
+        )
+    own = copy.deepcopy(stage)
+    own.reset()
+    name = f"tb_method_{method}"
+    setattr(container, name, SafeOutput(getattr(container, name), own))
 
 
 def _method_names(methods: Sequence[str] | str | None) -> list[str]:

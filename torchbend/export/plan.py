@@ -26,8 +26,10 @@ class PlannedControl:
     """A control of the export, and what a change of it must reach."""
 
     control: BendingParameter
-    writes: list[tuple[int, Argument, Control]] = field(default_factory=list)
-    """``(callback index, argument, what drives it)``: the arguments to assign on set."""
+    writes: list[tuple[int, str, Argument, Control]] = field(default_factory=list)
+    """``(callback index, path, argument, what drives it)``: the arguments to assign on set,
+    of the callback or of the callback it holds at ``path`` (``"callback"`` in a
+    :class:`~torchbend.callbacks.shaping.Shaped`; ``""``: the callback itself)."""
     weights: list[int] = field(default_factory=list)
     """Indices of the weights bent again on set."""
 
@@ -140,24 +142,29 @@ class ExportPlan:
     def _plan_control(self, name: str, control: BendingParameter) -> PlannedControl:
         plan = PlannedControl(control)
         for i, leaf in enumerate(self.leaves):
-            found = {a: v for a, v in leaf._controlled.items() if control_of(v) is control}
-            if not found and control not in leaf.controls():
+            if control not in leaf.controls():
                 continue
-            if not found:
+            writes = []
+            for path, cb in leaf.named_modules():
+                if not isinstance(cb, BendingCallback):
+                    continue
+                found = {a: v for a, v in cb._controlled.items() if control_of(v) is control}
+                arguments = declared(type(cb))
+                derived = [a for a in found if arguments[a].derives]
+                if derived:
+                    raise ExportError(
+                        f"control {name!r} drives {', '.join(derived)} of {cb!r}, which "
+                        "derives its state again when that changes (new masks, draws or "
+                        "permutations); a scripted module cannot do that. Give "
+                        f"{type(cb).__name__} a number instead of the control to export it."
+                    )
+                writes += [(i, path, arguments[arg], source) for arg, source in found.items()]
+            if not writes:
                 raise ExportError(
                     f"control {name!r} is read by {leaf!r} other than through one of its "
                     "numeric arguments; the scripted module could not follow it"
                 )
-            arguments = declared(type(leaf))
-            derived = [a for a in found if arguments[a].derives]
-            if derived:
-                raise ExportError(
-                    f"control {name!r} drives {', '.join(derived)} of {leaf!r}, which derives "
-                    "its state again when that changes (new masks, draws or permutations); a "
-                    f"scripted module cannot do that. Give {type(leaf).__name__} a number "
-                    "instead of the control to export it."
-                )
-            plan.writes += [(i, arguments[arg], source) for arg, source in found.items()]
+            plan.writes += writes
         return plan
 
 

@@ -5,8 +5,10 @@ Every line of TorchScript that torchbend writes as text is written here.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from ..errors import ExportError
 from .arguments import (
@@ -18,13 +20,17 @@ from .arguments import (
     value_source,
 )
 from .plan import ExportPlan, PlannedControl
+from .reader import FORMAT, VERSION
 
-__all__ = ["contract_source", "methods_source"]
+__all__ = ["CONTROLS_METHOD", "contract_source", "controls_metadata", "methods_source"]
+
+CONTROLS_METHOD = "get_controls_json"
+"""The method of an exported module that returns its controls' metadata, as JSON text."""
 
 
 def methods_source(plan: ExportPlan, getters: str = "value") -> str:
     """TorchScript source of the container's methods: the traced methods, the controls'
-    setters and getters, and the weights' recomputation."""
+    setters and getters, the weights' recomputation, and :data:`CONTROLS_METHOD`."""
     lines: list[str] = []
     for method in plan.methods:
         lines += _method_source(plan, method)
@@ -34,7 +40,34 @@ def methods_source(plan: ExportPlan, getters: str = "value") -> str:
         lines += [f"    self.tb_weight_live_{k}.copy_(w)"]
     for name, c in plan.controls.items():
         lines += _control_source(name, c, getters)
+    lines += _metadata_source(plan, getters)
     return "\n".join(lines) + "\n"
+
+
+def controls_metadata(plan: ExportPlan, getters: str = "value") -> dict[str, Any]:
+    """The controls' metadata of an export (docs/export.md, "Control metadata"): each
+    control as :meth:`~torchbend.BendingParameter.describe` gives it, without its ramp (not
+    exported), with the names of its setter and getter."""
+    controls = []
+    for name, c in plan.controls.items():
+        described = c.control.describe()
+        del described["ramp"]
+        controls.append({**described, "setter": f"set_{name}", "getter": f"get_{name}"})
+    return {"format": FORMAT, "version": VERSION, "getters": getters, "controls": controls}
+
+
+def _metadata_source(plan: ExportPlan, getters: str) -> list[str]:
+    """:data:`CONTROLS_METHOD`, returning the metadata as a string constant."""
+    clash = CONTROLS_METHOD.removeprefix("get_")
+    if clash in plan.controls:
+        raise ExportError(
+            f"control {clash!r} would have a getter {CONTROLS_METHOD}, the method exports keep "
+            "for their controls' metadata; rename the control"
+        )
+    # ASCII on one line: Python's repr of it is then a string literal TorchScript reads back
+    # as it is (non-ASCII characters are escaped by JSON, quotes and backslashes by repr).
+    text = json.dumps(controls_metadata(plan, getters), ensure_ascii=True, separators=(",", ":"))
+    return [f"def {CONTROLS_METHOD}(self) -> str:", f"    return {text!r}"]
 
 
 def _method_source(plan: ExportPlan, method: str) -> list[str]:
@@ -101,8 +134,11 @@ def _control_source(name: str, c: PlannedControl, getters: str) -> list[str]:
     if kind != "bool":
         lines += _admits_source(c)
     lines += [f"    self.tb_control_{name} = value"]
-    for i, argument, source in c.writes:
-        assignments = argument.assignments(f"self.tb_callback_{i}.callback", source, "value")
+    for i, path, argument, source in c.writes:
+        held = f"self.tb_callback_{i}.callback" + "".join(
+            f"[{part}]" if part.isdigit() else f".{part}" for part in path.split(".") if part
+        )
+        assignments = argument.assignments(held, source, "value")
         lines += ["    " + line for line in assignments]
     lines += [f"    self.tb_rebend_{k}()" for k in c.weights]
     lines += ["    return 0"]

@@ -12,6 +12,8 @@ from ..errors import ExportError
 from .build import build, script
 from .check import error_summary
 from .plan import ExportPlan
+from .reader import CONTROLS_FILE
+from .source import CONTROLS_METHOD
 
 if TYPE_CHECKING:
     from ..bended import BendedModule
@@ -33,6 +35,11 @@ def torchscript(
     effect of ``bended.update``: activation callbacks read the new value at the next call, and
     weights bent with the control are bent again from cached copies of their originals.
     Loading the file needs torch only (``torch.jit.load``), not torchbend.
+
+    The controls' metadata (type, range, widget, setter and getter of each) is returned by
+    ``get_controls_json()`` and, in a saved file, written as its extra file
+    ``torchbend/controls.json``, which :func:`torchbend.export.reader.read_controls` reads
+    without torch (docs/export.md, "Control metadata").
 
     Args:
         bended: the bended module; its state is copied, later changes do not reach the export.
@@ -68,8 +75,17 @@ def torchscript(
 
 def save(scripted: torch.jit.ScriptModule, path: str | Path) -> None:
     """``torch.jit.save``, then load the file back: TorchScript may write code that it then
-    refuses to load, and that must fail here rather than where the file is used."""
-    torch.jit.save(scripted, str(path))
+    refuses to load, and that must fail here rather than where the file is used.
+
+    A module exported by torchbend (one with ``get_controls_json``) is saved with its
+    controls' metadata as the extra file ``torchbend/controls.json`` too, for hosts that read
+    the file without loading it."""
+    extra = {}
+    if hasattr(scripted, CONTROLS_METHOD):
+        text = getattr(scripted, CONTROLS_METHOD)()
+        if isinstance(text, str):
+            extra[CONTROLS_FILE] = text
+    torch.jit.save(scripted, str(path), _extra_files=extra)
     try:
         torch.jit.load(str(path))
     except Exception as e:

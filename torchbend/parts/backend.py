@@ -101,6 +101,15 @@ def call_method(root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
     return fn(*[inputs[n] for n in only], **kwargs)
 
 
+class Replayable(Protocol):
+    """State a call moves on that a run made to trace or to check puts back: a generator, or
+    the calls a window counted."""
+
+    def get_state(self) -> Any: ...
+
+    def set_state(self, state: Any, /) -> Any: ...
+
+
 class EntryHooks(Protocol):
     """What the owner of bendings does with traced graphs (see :class:`BendingSet`)."""
 
@@ -116,6 +125,7 @@ class EntryHooks(Protocol):
         """Compile ``entry.gm``: the graph with its bending slots."""
         ...
 
-    def generators(self) -> list[torch.Generator]:
-        """The random generators bending draws from (besides torch's global one)."""
+    def generators(self) -> list[Replayable]:
+        """The random generators bending draws from (besides torch's global one), and other
+        state calls move on (calls counted by windows): what a trace puts back."""
         ...

@@ -13,13 +13,16 @@ from torch import nn
 
 from ..callbacks.base import BendingCallback
 from ..callbacks.capture import Capture
+from ..callbacks.rewire import Rewire
+from ..callbacks.shaping import Shaped
 from ..config import BendingConfig, ConfigItem
-from ..errors import BendingError, SelectionError
+from ..errors import BendingError, SelectionError, did_you_mean
 from ..folding import can_fold, fold_slots
 from ..rewriting import ActivationSlot, build_graph_module
 from ..selection import Selection, matches
 from ..tracing import record_of
 from ..tracing.surgery import decisions_only
+from .backend import Replayable
 from .dispatch import Entry, Method
 
 __all__ = ["Bending", "BendingSet", "check_callback"]
@@ -35,6 +38,13 @@ class Bending:
     weights: list[str]
     activations: dict[str, list[str]]
     registered: set[str] = field(default_factory=set)
+    expanded: tuple[str, ...] = ()
+    """The patterns with their aliases (``#name``) replaced by what they stand for."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """The options ``bend`` was given (see :func:`~torchbend.callbacks.shaping.options`);
+    ``callback`` applies the given callback with them."""
+    given: BendingCallback | None = None
+    """The callback ``bend`` was given, when ``callback`` applies it with options."""
 
     def keys(self) -> list[str]:
         """Weight names, then activations as ``"<method>:<node>"``."""
@@ -43,7 +53,71 @@ class Bending:
     def applies(self, method: str, node: str) -> bool:
         """Whether this bending's patterns select activation ``node`` of ``method``."""
         fns = None if self.fn is None else {self.fn} if isinstance(self.fn, str) else set(self.fn)
-        return matches(self.patterns, method, node, fns)
+        return matches(self.expanded or self.patterns, method, node, fns)
+
+
+def time_rate(entry: Entry, node: torch.fx.Node, sample_rate: float | None) -> float | None:
+    """The sample rate of activation ``node`` along its last (time) axis: ``sample_rate``
+    times its length over the length of the graph's audio, taken as the longest last axis of
+    its first tensor input and of its output (the input of an encoder, the output of a
+    decoder); ``None`` if the rate or the lengths are not known."""
+    shape = record_of(node).shape
+    if sample_rate is None or not isinstance(shape, torch.Size) or not shape:
+        return None
+    ends: list[torch.fx.Node] = [n for n in entry.graph.nodes if n.op == "placeholder"][:1]
+    output = next((n for n in entry.graph.nodes if n.op == "output"), None)
+    if output is not None:
+        found: list[torch.fx.Node] = []
+        torch.fx.node.map_arg(output.args, found.append)
+        ends += found[:1]
+    lengths = [
+        end_shape[-1]
+        for end in ends
+        if isinstance(end_shape := record_of(end).shape, torch.Size) and len(end_shape) > 0
+    ]
+    if not lengths or max(lengths) == 0:
+        return None
+    return float(sample_rate) * shape[-1] / max(lengths)
+
+
+def rewire_sources(
+    rewire: Rewire, selection: Selection, entries: Iterable[tuple[Method, Entry]]
+) -> tuple[str, ...]:
+    """The patterns selecting the source of ``rewire`` in each method whose activations
+    ``selection`` holds, checked: the source is an activation of the method, computed before
+    every target in each of its graphs."""
+    if selection.weights:
+        raise SelectionError(
+            f"{rewire!r} feeds activations from an activation; the patterns select weights "
+            f"too: {selection.weights[:3]}"
+        )
+    methods = {}
+    for method, entry in entries:
+        targets = selection.activations.get(method.key)
+        if not targets:
+            continue
+        order = {n.name: i for i, n in enumerate(entry.nodes(tensors_only=True))}
+        if rewire.source not in order:
+            raise SelectionError(
+                f"{rewire!r}: {method.key} has no activation {rewire.source!r}"
+                + did_you_mean(rewire.source, list(order), 3)
+            )
+        nodes = {n.name: n for n in entry.nodes(tensors_only=True)}
+        rank = len(record_of(nodes[rewire.source]).shape)
+        other = [t for t in targets if t in nodes and len(record_of(nodes[t]).shape) != rank]
+        if other:
+            raise SelectionError(
+                f"{rewire!r} cannot feed {other[:3]} of {method.key}: their ranks differ from "
+                f"that of {rewire.source!r} ({rank} axes)"
+            )
+        first = [t for t in targets if t in order and order[t] <= order[rewire.source]]
+        if first:
+            raise SelectionError(
+                f"{rewire!r} cannot feed {first[:3]} of {method.key}: they are computed before "
+                f"{rewire.source!r} (or are it); pick targets after it"
+            )
+        methods[method.key] = rewire.sources(method.key)
+    return tuple(methods.values())
 
 
 def check_callback(callback: Any, patterns: Sequence[str], weights: Sequence[str]) -> None:
@@ -85,6 +159,8 @@ class BendingSet:
         self._bendings: list[Bending] = []
         self.generation = 0
         """Counts changes of the set, for caches that depend on it."""
+        self.sample_rate: Callable[[], float | None] = lambda: None
+        """The wrapped model's sample rate, if known (for windows in seconds)."""
 
     def __iter__(self) -> Iterator[Bending]:
         return iter(list(self._bendings))
@@ -99,9 +175,22 @@ class BendingSet:
         fn: str | tuple[str, ...] | None,
         selection: Selection,
         weights: Mapping[str, torch.Tensor],
+        expanded: Sequence[str] = (),
+        options: dict[str, Any] | None = None,
+        given: BendingCallback | None = None,
     ) -> Bending:
-        """Add a bending of the selected targets; ``weights`` are the originals it bends."""
-        bending = Bending(callback, tuple(patterns), fn, selection.weights, selection.activations)
+        """Add a bending of the selected targets; ``weights`` are the originals it bends,
+        ``expanded`` its patterns with aliases replaced."""
+        bending = Bending(
+            callback,
+            tuple(patterns),
+            fn,
+            selection.weights,
+            selection.activations,
+            expanded=tuple(expanded),
+            options=dict(options or {}),
+            given=given if given is not callback else None,
+        )
         try:
             for name in bending.weights:
                 w = weights[name]
@@ -191,7 +280,10 @@ class BendingSet:
     def config(self) -> BendingConfig:
         """The bendings as a :class:`BendingConfig`."""
         return BendingConfig(
-            *[ConfigItem(b.callback, b.patterns, b.fn, b.keys()) for b in self._bendings]
+            *[
+                ConfigItem(b.given or b.callback, b.patterns, b.fn, b.keys(), dict(b.options))
+                for b in self._bendings
+            ]
         )
 
     def bend_weight(self, name: str, weight: torch.Tensor) -> torch.Tensor:
@@ -233,6 +325,9 @@ class BendingSet:
             if bending.applies(method.key, node.name):
                 record = record_of(node)
                 meta = (record.shape, record.dtype, record.device)
+                if isinstance(bending.callback, Shaped):
+                    rate = time_rate(entry, node, self.sample_rate())
+                    bending.callback.place(f"{method.key}:{node.name}", rate)
                 self._register(bending, method.key, node.name, meta)
 
     def attach(self, method: Method, entry: Entry) -> None:
@@ -248,14 +343,15 @@ class BendingSet:
                 value = bending.callback(value, f"{method}:{node.name}")
         return value
 
-    def generators(self) -> list[torch.Generator]:
-        gens = {
+    def generators(self) -> list[Replayable]:
+        found: dict[int, Replayable] = {
             id(v): v
             for cb in self.callbacks.modules()
             for v in vars(cb).values()
             if isinstance(v, torch.Generator)
         }
-        return list(gens.values())
+        counters = [cb.counters() for cb in self.callbacks.modules() if isinstance(cb, Shaped)]
+        return [*found.values(), *counters]
 
     def build(self, method: Method, entry: Entry) -> None:
         slots: dict[str, list[BendingCallback]] = {}

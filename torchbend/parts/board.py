@@ -7,6 +7,7 @@ import torch
 from ..callbacks.base import BendingCallback
 from ..controls import BendingParameter
 from ..errors import BendingError, did_you_mean
+from ..tables import Table, controls_table
 from ..weights import WeightBank
 from .bendings import Bending, BendingSet
 
@@ -47,6 +48,10 @@ class ControlBoard:
 
     def controllables(self) -> dict[str, BendingParameter]:
         return {name: control for name, (control, _) in self.controls().items()}
+
+    def table(self) -> Table:
+        """The controls as a table: value, values taken, clamp, ramp and widget of each."""
+        return controls_table(self.controllables().values())
 
     def check(self, callback: BendingCallback) -> None:
         """Refuse a callback whose control has the name of another control already in use."""

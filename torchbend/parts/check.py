@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -23,7 +23,7 @@ from ..rewriting import build_graph_module, graph_module_record
 from ..tracing import DecisionChanged
 from ..tracing.state import kept_attributes
 from ..tracing.values import leaves, map_values
-from .backend import EntryHooks, TracingBackend, call_method
+from .backend import EntryHooks, Replayable, TracingBackend, call_method
 from .dispatch import Entry, Method, clone_inputs
 
 __all__ = [
@@ -39,9 +39,10 @@ RTOL = 1e-5
 
 
 class RandomState:
-    """The states of torch's global generator and of the given generators, to replay a run."""
+    """The states of torch's global generator and of the given generators (or other
+    :class:`Replayable` state), to replay a run."""
 
-    def __init__(self, generators: list[torch.Generator]) -> None:
+    def __init__(self, generators: Sequence[Replayable]) -> None:
         self.generators = generators
         self.cpu = torch.random.get_rng_state()
         self.states = [g.get_state() for g in generators]
@@ -62,7 +63,7 @@ class RandomState:
 
 
 def own_error(
-    root: nn.Module, method: str, inputs: dict[str, Any], generators: list[torch.Generator]
+    root: nn.Module, method: str, inputs: dict[str, Any], generators: Sequence[Replayable]
 ) -> Exception | None:
     """The error ``root.<method>`` itself raises on ``inputs``, run as the user's code would
     (leaving no trace), or ``None``: when tracing failed, the module's own message, with

@@ -1,0 +1,505 @@
+"""How a bending applies, whatever its callback: dry/wet blend, a subset of the target, a
+window in time or in calls, and a guard against blow-ups.
+
+``bended.bend(cb, "conv$", blend=0.3, subset=0.25, window=tb.Window(0, 4096), guard=True)``
+applies ``cb`` through a :class:`Shaped` callback that holds these settings. They are one
+mechanism: the output is the unbent value ``x`` moved towards the bent one ``cb(x)`` by a
+weight ``w = blend * subset mask * window envelope``, then guarded.
+"""
+
+# No ``from __future__ import annotations``: TorchScript reads the types of the class
+# annotations of Shaped (``steps``: an empty dict at first) only from real types.
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..controls import Control
+from ..errors import BendingError
+from .args import as_dims, draw_key, kept_shape, target_generator
+from .argument import Argument
+from .base import BendingCallback
+from .seeded import Seeded
+
+__all__ = ["Guard", "Shaped", "Steps", "Subset", "Window", "options", "shaping"]
+
+UNITS = ("samples", "seconds", "calls")
+
+
+@dataclass(frozen=True)
+class Subset:
+    """Bend only a ``fraction`` of the target: of its elements (``dim=None``), or of whole
+    slices along ``dim`` (``dim=-2``: channels of ``[batch, channels, time]``), drawn from
+    ``seed`` once per target. ``fraction`` may be a control: raising it keeps what was bent
+    and bends more."""
+
+    fraction: float | Control
+    dim: int | tuple[int, ...] | None = None
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        dim = list(self.dim) if isinstance(self.dim, tuple) else self.dim
+        return {"fraction": self.fraction, "dim": dim, "seed": self.seed}
+
+
+@dataclass(frozen=True)
+class Window:
+    """Where a bending of activations applies.
+
+    ``unit="samples"``: from sample ``start`` to ``end`` (excluded; ``None``: the end) of the
+    last (time) axis of each call's activation, faded in and out over ``fade`` samples inside
+    the window. ``unit="seconds"``: the same in seconds, at the rate of each activation (the
+    model's sample rate times the activation's length over the input's: a latent at 1/2048
+    of the rate has its window 2048 times shorter in samples). With ``stream=True``, positions
+    count along the calls (blocks of a stream) since the bending was made (or since
+    :meth:`Shaped.rewind`) instead of from each call's start.
+
+    ``unit="calls"``: in calls ``start`` to ``end`` (excluded) of the target, counted from 0
+    since it was bent (or since :meth:`Shaped.rewind`), modulo ``period`` if given: calls 10
+    to 20 of each 50-step diffusion loop are ``Window(10, 20, unit="calls", period=50)``.
+    """
+
+    start: float = 0
+    end: float | None = None
+    unit: str = "samples"
+    fade: float = 0
+    period: int | None = None
+    stream: bool = False
+
+    def __post_init__(self) -> None:
+        def number(value: Any) -> bool:
+            return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+        if self.unit not in UNITS:
+            raise BendingError(
+                f"Window: unit must be one of {', '.join(map(repr, UNITS))}, got {self.unit!r}"
+            )
+        if not (number(self.start) and math.isfinite(self.start) and self.start >= 0):
+            raise BendingError(f"Window: start must be a finite number >= 0, got {self.start!r}")
+        if self.end is not None and not (
+            number(self.end) and math.isfinite(self.end) and self.end > self.start
+        ):
+            raise BendingError(
+                f"Window: end must be None (the end) or a number > start ({self.start!r}), "
+                f"got {self.end!r}"
+            )
+        if not (number(self.fade) and math.isfinite(self.fade) and self.fade >= 0):
+            raise BendingError(f"Window: fade must be a finite number >= 0, got {self.fade!r}")
+        if not isinstance(self.stream, bool) or (self.stream and self.unit == "calls"):
+            raise BendingError(
+                f"Window: stream is True or False, for a window in samples or seconds; got "
+                f"{self.stream!r} (unit={self.unit!r})"
+            )
+        if self.unit == "calls":
+            if self.fade:
+                raise BendingError("Window: a window in calls has no fade; give fade=0")
+            whole = [v for v in (self.start, self.end) if v is not None]
+            if any(float(v) != int(v) for v in whole):
+                raise BendingError(f"Window: calls are counted in whole numbers, got {self}")
+        if self.period is not None and (
+            not isinstance(self.period, int)
+            or isinstance(self.period, bool)
+            or self.period < 1
+            or self.unit != "calls"
+        ):
+            raise BendingError(
+                f"Window: period is a number of calls >= 1 (unit='calls'), got {self.period!r}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "start": self.start,
+            "end": self.end,
+            "unit": self.unit,
+            "fade": self.fade,
+            "period": self.period,
+            "stream": self.stream,
+        }
+
+
+@dataclass(frozen=True)
+class Guard:
+    """Keep a bending from blowing up: non-finite values (NaN, Inf) become 0 (``finite``),
+    the spread of the bent value is brought down to at most ``std`` times the unbent one's,
+    around its mean (``std=None``: no limit), and the bent value is rescaled to the norm of
+    the unbent one (``norm``)."""
+
+    finite: bool = True
+    std: float | None = 4.0
+    norm: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("finite", "norm"):
+            if not isinstance(getattr(self, name), bool):
+                raise BendingError(f"Guard: {name} is True or False, got {getattr(self, name)!r}")
+        std = self.std
+        if std is not None and not (
+            isinstance(std, (int, float))
+            and not isinstance(std, bool)
+            and math.isfinite(std)
+            and std > 0
+        ):
+            raise BendingError(f"Guard: std must be None or a finite number > 0, got {std!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"finite": self.finite, "std": self.std, "norm": self.norm}
+
+
+class Shaped(Seeded):
+    """``callback`` applied with a blend, to a subset, inside a window, under a guard (see
+    :func:`shaping`, which ``BendedModule.bend`` calls; build one through ``bend``).
+
+    Args:
+        callback: the callback that bends.
+        blend: dry/wet, from 0 (the unbent value, bit for bit) to 1 (the bent one, bit for
+            bit). May be a control; while it ramps, activations get the change spread along
+            time.
+        subset: the part of the target bent (see :class:`Subset`), or ``None`` for all of it.
+        window: where activations are bent (see :class:`Window`), or ``None``: everywhere.
+        guard: what keeps the bent value in check (see :class:`Guard`), or ``None``.
+
+    Notes:
+        Where the weight is 0 the unbent value passes untouched (a NaN the callback gave
+        there is not mixed in). Outside a window in calls, the callback is not called.
+    """
+
+    subset_dims: list[int] | None
+    """The axes the subset varies along (``None``: every axis)."""
+    steps: dict[str, int]
+    """Per target, the calls counted (a window in calls) or the samples passed (a window
+    along a stream)."""
+    rates: dict[str, float]
+    """Per target, its sample rate (for a window in seconds)."""
+    envelopes: dict[str, torch.Tensor]
+    """Per target, the window's envelope of the last call (not along a stream)."""
+    _state_names: dict[str, str]  # empty without a subset: TorchScript needs its type
+
+    blend = Argument(float, low=0.0, high=1.0, neutral=0.0, meaning="a dry/wet mix", ramps=True)
+    fraction = Argument(
+        float, low=0.0, high=1.0, meaning="the fraction of the target bent", derives=True
+    )
+
+    def __init__(
+        self,
+        callback: BendingCallback,
+        blend: float | Control = 1.0,
+        subset: Subset | None = None,
+        window: Window | None = None,
+        guard: Guard | None = None,
+        inherited: bool = False,
+    ) -> None:
+        super().__init__(0 if subset is None else subset.seed)
+        if not isinstance(callback, BendingCallback):
+            raise BendingError(f"Shaped bends with a BendingCallback, got {callback!r}")
+        self.callback = callback
+        self.scriptable = callback.scriptable  # type: ignore[misc]
+        self.blend = blend
+        self._subset, self._window, self._guard = subset, window, guard
+        self.inherited = inherited
+        """Whether the guard is the model's (``bended.guard``), not this bending's own."""
+        self.subsetted = subset is not None
+        self.fraction = 1.0 if subset is None else subset.fraction
+        self.subset_dims = None if subset is None else as_dims("Subset", subset.dim)
+        self.window_unit = "" if window is None else window.unit
+        self.window_start = 0.0 if window is None else float(window.start)
+        self.window_end = math.inf if window is None or window.end is None else float(window.end)
+        self.window_fade = 0.0 if window is None else float(window.fade)
+        self.window_period = 0 if window is None or window.period is None else window.period
+        self.window_stream = window is not None and window.stream
+        self.steps = {}
+        self.rates = {}
+        self.envelopes = {}
+        self.guard_finite = guard is not None and guard.finite
+        self.guard_std = 0.0 if guard is None or guard.std is None else float(guard.std)
+        self.guard_norm = guard is not None and guard.norm
+
+    # -- targets ---------------------------------------------------------------------------------
+
+    def register(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        new = name not in self.callback._targets
+        self.callback.register(name, shape, dtype, device)
+        try:
+            super().register(name, shape, dtype, device)
+        except BaseException:
+            if new:
+                self.callback.unregister(name)
+            raise
+
+    def unregister(self, name: str) -> None:
+        super().unregister(name)
+        self.callback.unregister(name)
+        self.steps.pop(name, None)
+        self.envelopes.pop(name, None)
+
+    def register_target(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        if self.window_unit and ":" not in name:
+            raise BendingError(
+                f"{self!r} cannot bend weight '{name}': a window applies to activations (a "
+                "weight is bent once, not along time or calls); bend the weight without one"
+            )
+        if self.window_unit in ("samples", "seconds") and len(shape) == 0:
+            raise BendingError(f"{self!r} cannot bend '{name}': it has no time axis (a scalar)")
+        if not self.subsetted:
+            return
+        size = list(shape)
+        if self.subset_dims is not None:
+            try:
+                size = kept_shape(size, self.subset_dims)
+            except BendingError as e:
+                raise BendingError(f"{self!r} cannot bend '{name}': {e}") from None
+        noise = torch.rand(size, generator=target_generator(self.seed, name))
+        self.add_state(draw_key(name), noise.to(device))
+        self.derive(name, shape, dtype, device)
+
+    def derive(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        if self.subsetted:
+            noise = self.state(draw_key(name))
+            self.add_state(name, (noise < self.fraction).to(dtype))
+
+    def place(self, name: str, rate: float | None) -> None:
+        """Give target ``name`` its sample rate (what ``BendedModule.bend`` does for a window
+        in seconds: ``rate`` is ``None`` where it cannot tell)."""
+        if self.window_unit == "seconds":
+            if rate is None:
+                raise BendingError(
+                    f"{self!r} cannot bend '{name}': a window in seconds needs the model's "
+                    "sample rate and the activation's time axis; set bended.sample_rate, or "
+                    "give the window in samples"
+                )
+            self.rates[name] = float(rate)
+            self.envelopes.pop(name, None)
+
+    def rewind(self) -> None:
+        """Count calls (or samples along a stream) from 0 again (a new diffusion loop, a new
+        sound)."""
+        self.steps.clear()
+
+    def counters(self) -> "Steps":
+        """The calls counted, as state a trace puts back (it counts no call of the user's)."""
+        return Steps(self.steps)
+
+    # -- bending ---------------------------------------------------------------------------------
+
+    def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        if self.window_unit == "calls":
+            step = self.steps.get(name, 0)
+            self.steps[name] = step + 1
+            if self.window_period > 0:
+                step = step % self.window_period
+            if step < self.window_start or step >= self.window_end:
+                return x
+        offset = 0  # where x starts along the stream
+        if self.window_stream:
+            offset = self.steps.get(name, 0)
+            self.steps[name] = offset + x.shape[-1]
+        blend = self.along("blend", x)
+        if isinstance(blend, torch.Tensor):
+            bent = self.callback(x, name)
+            return self._guarded(self._mixed(x, bent, name, blend, offset), x)
+        if blend == 0.0:
+            return x
+        return self._guarded(self._mixed(x, self.callback(x, name), name, blend, offset), x)
+
+    def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        blend = self.blend
+        if blend == 0.0:
+            return weight
+        bent = self.callback.bend_weight(weight, name)
+        return self._guarded(self._mixed(weight, bent, name, blend), weight)
+
+    def _mask(self, x: torch.Tensor, name: str, offset: int) -> torch.Tensor | None:
+        """Where the bending applies, if not everywhere: the subset's mask times the
+        window's envelope."""
+        mask: torch.Tensor | None = None
+        if self.subsetted:
+            mask = self.state(name)
+            self.check_broadcast(mask, x, name)
+        if self.window_unit == "samples" or self.window_unit == "seconds":
+            envelope = self._envelope(x, name, offset)
+            mask = envelope if mask is None else mask * envelope
+        return mask
+
+    def _mixed(
+        self,
+        x: torch.Tensor,
+        bent: torch.Tensor,
+        name: str,
+        blend: float | torch.Tensor,
+        offset: int = 0,
+    ) -> torch.Tensor:
+        """``x`` moved towards ``bent`` by ``blend`` where the mask is 1."""
+        mask = self._mask(x, name, offset)
+        if mask is None:
+            if isinstance(blend, torch.Tensor):
+                return torch.lerp(x, bent.to(x.dtype), blend.to(x.dtype))
+            if blend == 1.0:
+                return bent
+            if not x.is_floating_point():
+                return bent if blend >= 0.5 else x
+            return torch.lerp(x, bent.to(x.dtype), blend)
+        if not self.window_unit and not isinstance(blend, torch.Tensor):
+            # A subset alone: a mask of 0 and 1, where the bent value is taken or not.
+            if blend != 1.0 and x.is_floating_point():
+                bent = torch.lerp(x, bent.to(x.dtype), blend)
+            return torch.where(mask != 0.0, bent, x)
+        if isinstance(blend, torch.Tensor):
+            weight = mask * blend
+        else:
+            weight = mask * blend
+        w = torch.broadcast_to(weight, torch.broadcast_shapes(weight.shape, x.shape))
+        if not x.is_floating_point():
+            return torch.where(w > 0.5, bent, x)
+        # lerp gives the ends exactly; where w is 0, x passes as it is (not x + 0 * nan).
+        return torch.where(w == 0.0, x, torch.lerp(x, bent.to(x.dtype), w.to(x.dtype)))
+
+    def _envelope(self, x: torch.Tensor, name: str, offset: int) -> torch.Tensor:
+        """1 inside the window, 0 outside, faded over ``fade`` samples inside its edges (kept
+        for the next call of the same length, unless the window moves along a stream)."""
+        if not self.window_stream and name in self.envelopes:
+            kept = self.envelopes[name]
+            if kept.shape[-1] == x.shape[-1] and kept.device == x.device:
+                if kept.dtype == x.dtype or not x.is_floating_point():
+                    return kept
+        envelope = self._new_envelope(x, name, offset)
+        if not self.window_stream:
+            self.envelopes[name] = envelope
+        return envelope
+
+    def _new_envelope(self, x: torch.Tensor, name: str, offset: int) -> torch.Tensor:
+        scale = 1.0
+        if self.window_unit == "seconds":
+            if name not in self.rates:
+                raise BendingError(f"no sample rate for '{name}': a window in seconds needs one")
+            scale = self.rates[name]
+        start, end, fade = (
+            self.window_start * scale,
+            self.window_end * scale,
+            self.window_fade * scale,
+        )
+        t = torch.arange(x.shape[-1], device=x.device, dtype=torch.float64) + offset
+        inside = (t >= start) & (t < end)
+        envelope = inside.to(torch.float64)
+        if fade > 0.0:
+            rise = (t - start + 1.0) / fade
+            envelope = torch.minimum(envelope, rise.clamp(0.0, 1.0))
+            if not math.isinf(end):
+                fall = (end - t) / fade
+                envelope = torch.minimum(envelope, fall.clamp(0.0, 1.0))
+        return envelope.to(x.dtype) if x.is_floating_point() else envelope
+
+    def _guarded(self, y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        if not y.is_floating_point():
+            return y
+        if self.guard_finite:
+            y = torch.nan_to_num(y, nan=0.0, posinf=0.0, neginf=0.0)
+        if self.guard_std > 0.0 and y.numel() > 1:
+            limit = self.guard_std * x.to(y.dtype).std()
+            spread, mean = torch.std_mean(y)
+            scaled = mean + (y - mean) * (limit / spread)
+            y = torch.where(spread > limit, scaled, y)
+        if self.guard_norm:
+            norm = torch.linalg.vector_norm(y)
+            target = torch.linalg.vector_norm(x.to(y.dtype))
+            y = torch.where(norm > 0.0, y * (target / norm), y)
+        return y
+
+    # -- description -----------------------------------------------------------------------------
+
+    def arguments(self) -> dict[str, Any]:
+        return {
+            "callback": self.callback,
+            "blend": self._controlled.get("blend", self.blend),
+            "subset": self._subset,
+            "window": self._window,
+            "guard": self._guard,
+        }
+
+    def settings(self) -> dict[str, Any]:
+        """The settings it applies with, as ``bend`` takes them (the model's guard too)."""
+        options: dict[str, Any] = {}
+        blend = self._controlled.get("blend", self.blend)
+        if blend is not self.blend or self.blend != 1.0:
+            options["blend"] = blend
+        for key, value in (("subset", self._subset), ("window", self._window)):
+            if value is not None:
+                options[key] = value
+        if self._guard is not None:
+            options["guard"] = self._guard
+        return options
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={_shown(v)}" for k, v in self.settings().items())
+        return f"{self.callback!r} [{shown}]"
+
+
+class Steps:
+    """The calls a :class:`Shaped` counted, saved and put back as a generator's state is."""
+
+    def __init__(self, steps: dict[str, int]) -> None:
+        self.steps = steps
+
+    def get_state(self) -> dict[str, int]:
+        return dict(self.steps)
+
+    def set_state(self, state: dict[str, int]) -> None:
+        self.steps.clear()
+        self.steps.update(state)
+
+
+def _shown(value: Any) -> str:
+    name = getattr(value, "name", None)
+    return name if isinstance(name, str) else repr(value)
+
+
+def options(
+    blend: float | Control | None = None,
+    subset: float | Control | Subset | None = None,
+    window: Window | tuple[float, float | None] | None = None,
+    guard: bool | Guard | None = None,
+) -> dict[str, Any]:
+    """The options given to ``bend``, checked, in their own types (a fraction as a
+    :class:`Subset`, ``(start, end)`` as a :class:`Window`, ``True`` as a :class:`Guard`,
+    ``guard=False`` kept: no guard, not even the model's), without those not given."""
+    if isinstance(subset, bool) or isinstance(window, bool):
+        raise BendingError(
+            f"subset is a fraction or a tb.Subset and window a tb.Window or (start, end); got "
+            f"subset={subset!r}, window={window!r}"
+        )
+    if subset is not None and not isinstance(subset, Subset):
+        subset = Subset(subset)
+    if isinstance(window, tuple):
+        if len(window) != 2:
+            raise BendingError(f"window=(start, end) takes two numbers, got {window!r}")
+        window = Window(*window)
+    if window is not None and not isinstance(window, Window):
+        raise BendingError(f"window is a tb.Window or (start, end), got {window!r}")
+    if guard is True:
+        guard = Guard()
+    if guard is not None and guard is not False and not isinstance(guard, Guard):
+        raise BendingError(f"guard is True, False or a tb.Guard, got {guard!r}")
+    given = {"blend": blend, "subset": subset, "window": window, "guard": guard}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def shaping(
+    callback: BendingCallback, given: dict[str, Any], default: Guard | None = None
+) -> BendingCallback:
+    """``callback`` applied with the :func:`options` ``given`` (a :class:`Shaped`), or
+    ``callback`` itself when there are none: what ``BendedModule.bend(callback, ...,
+    blend=, subset=, window=, guard=)`` bends with. Without a guard, the ``default`` one (the
+    model's) applies; ``guard=False`` applies none."""
+    guard = given.get("guard")
+    inherited = guard is None and default is not None
+    guard = default if guard is None else guard or None
+    blend, subset, window = given.get("blend"), given.get("subset"), given.get("window")
+    if blend is None and subset is None and window is None and guard is None:
+        return callback
+    return Shaped(callback, 1.0 if blend is None else blend, subset, window, guard, inherited)
