@@ -225,12 +225,6 @@ NOT_DRAWN = {
 }
 
 
-def declared_derives(cls: str, arg: str) -> bool:
-    """Whether argument ``arg`` of callback ``cls`` derives state (exports refuse a control
-    on it)."""
-    return bool(getattr(getattr(tb, cls), arg).derives)
-
-
 @dataclass
 class CallbackSpec:
     """A callback to build: its class, its arguments, and which of them are controls
@@ -341,7 +335,6 @@ class Runner:
         """The weights interpolate() mixed, while a mix is the base of bendings."""
         self.last: tuple[torch.Tensor, bool, torch.Tensor, int] | None = None
         self.seen: dict[tuple[int, ...], torch.Tensor] = {}
-        self.derived_controls: set[str] = set()
         self.global_noise = False
         """Give activation noise torch's global generator (seeded before each call)."""
         self.strict_activations = False
@@ -408,15 +401,11 @@ class Runner:
         num = ARGS[cls][arg]
         assert isinstance(num, Num)
         if reuse:
-            for name, c in sorted(self.bended.controllables.items()):
+            for _, c in sorted(self.bended.controllables.items()):
                 if c.kind == num.kind.__name__ and c.range == num.control_range():
-                    if declared_derives(cls, arg):
-                        self.derived_controls.add(name)
                     return c
         name = f"c{self.counter}"
         self.counter += 1
-        if declared_derives(cls, arg):
-            self.derived_controls.add(name)
         return tb.BendingParameter(name, num.kind(value), range=num.control_range(), ramp=ramp)
 
     def build(self, spec: Spec, target: Target) -> tb.BendingCallback:
@@ -523,7 +512,6 @@ class Runner:
     def op_reset(self, seed: int) -> torch.Tensor:
         self.bended.reset()
         self.mix = None  # reset() drops a mix left by interpolate() without `with`
-        self.derived_controls.clear()
         return self.call(self.input(0, seed), False)  # checked against the eager module
 
     def op_write(self, index: int) -> None:
@@ -691,15 +679,12 @@ class Runner:
         try:
             scripted = tb.export.torchscript(self.bended)
         except tb.ExportError as e:
-            # The one known limit, refused with a clear error: a control driving derived state.
-            if not (self.derived_controls & set(self.bended.controllables)):
-                raise AssertionError(f"export refused: {error_text(e)}") from e
-            assert "drives" in str(e), str(e)
-            raise
-        if self.ramping() or self.stateful():
+            # Controls driving derived state export too: set_ derives it again, as update does.
+            raise AssertionError(f"export refused: {error_text(e)}") from e
+        if self.stateful():
             return None
         self.calls += 1
-        expected = self.raw_call(x, True, self.calls)
+        expected = self.raw_call(x, True, self.calls)  # ramps under way go on in both
         torch.manual_seed(self.calls)
         with torch.no_grad():
             got = scripted(x)
@@ -710,7 +695,7 @@ class Runner:
         for name, control in sorted(self.bended.controllables.items()):
             value = other_value(control)
             assert getattr(scripted, f"set_{name}")(value) == 0, f"set_{name}({value!r}) refused"
-            self.bended.update(name, value, ramp=False)
+            self.bended.update(name, value)  # set_ ramps as update does
             self.last = None
             self.calls += 1
             expected = self.raw_call(x, True, self.calls)
@@ -1603,7 +1588,7 @@ def test_control_values_beyond_an_arguments_bounds_are_refused_or_clamped(
     direct.trace(x=runner.input(0, 0))
     direct.bend(getattr(tb, cls)(**{**spec.args, arg: getattr(callback, arg)}), target.pattern)
     assert_same(bended(x), direct(x), f"{cls} driven by a control != {cls} given its value")
-    if not export or declared_derives(cls, arg):
+    if not export:
         return
     scripted = tb.export.torchscript(bended)
     u = data.draw(st.floats(*wide), label="exported value")

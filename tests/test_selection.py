@@ -73,6 +73,9 @@ def test_aliases_name_targets_in_patterns_configs_and_tables(tmp_path):
     assert list(bended.get_activations("#mid", input=x)) == ["_1"]
     table = bended.print_activations(out=tmp_path / "acts.txt")
     assert table.headers[-1] == "alias" and ["#mid"] == [r[-1] for r in table.rows if r[-1]]
+    weights = bended.print_weights(out=tmp_path / "weights.txt")
+    assert weights.headers[-1] == "alias"
+    assert [(r[0], r[-1]) for r in weights.rows if r[-1]] == [("0.weight", "#first")]
     path = tmp_path / "bends.json"
     bended.bending_config().save(path)
     again = tb.BendedModule(copy.deepcopy(model))

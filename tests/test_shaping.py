@@ -248,3 +248,15 @@ def test_the_models_guard_applies_to_bendings_that_give_none():
     assert torch.equal(bended(x), loud)
     with pytest.raises(tb.BendingError, match=r"guard is True, False, None or a tb\.Guard"):
         bended.guard = 4.0
+
+
+def test_a_chain_applied_with_options_on_weights_follows_its_control_when_scripted():
+    bended, _, x = small()
+    k = tb.BendingParameter("k", 1.0)
+    bended.bend(tb.Scale(k) >> tb.Bias(0.1), r"0\.weight", blend=0.5)
+    bended.bend(tb.Scale(k) >> tb.Mask(0.5, seed=1), r"2\.weight", subset=0.5)
+    scripted = tb.export.torchscript(bended)
+    assert scripted.set_k(2.0) == 0
+    bended.update("k", 2.0)
+    with torch.no_grad():
+        assert torch.equal(scripted(x), bended(x))

@@ -511,7 +511,8 @@ class BendedModule(nn.Module):
         self, flt: Patterns = None, exclude: Patterns = None, out: str | Path | None = None
     ) -> Table:
         """Table of weights (current values: bent where bent) with their statistics."""
-        return self._inspector.print_weights(flt, exclude, out)
+        aliases = {w: self._aliases.of(w) for w in self._weights.names()}
+        return self._inspector.print_weights(flt, exclude, out, aliases)
 
     def activations(
         self,

@@ -5,13 +5,14 @@
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
 
-from .errors import AudioError
+from .errors import AudioError, TorchbendError
 
-__all__ = ["CEILING", "Safety", "SafetyStats"]
+__all__ = ["CEILING", "Safety", "SafetyStats", "safety_stage"]
 
 CEILING = 10.0
 """Samples beyond ``±CEILING`` (+20 dB over full scale) are clipped there before the DC blocker
@@ -223,12 +224,7 @@ class Safety(nn.Module):
         """Whether the limiter's envelope is below the threshold on every channel."""
         self.fading = False
         """Whether a channel is fading back in after a NaN or infinite sample."""
-        self.blocks = 0
-        self.guarded_blocks = 0
-        self.nonfinite = 0
-        self.limited_blocks = 0
-        self.limited_samples = 0
-        self.min_gain = 1.0
+        self.reset(state=False)  # the counters of stats
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
@@ -322,9 +318,12 @@ class Safety(nn.Module):
             padded = torch.nn.functional.pad(x, [0, chunks * self.chunk - length])
         zero_state = torch.mm(padded.reshape(rows * chunks, self.chunk), matrix)
         zero_state = zero_state.view(rows, chunks, self.chunk + 1)
-        # (narrow and select rather than indexing: one call each, on the hot path)
-        entering = torch.addmm(
-            torch.outer(self.dc_state.to(x.dtype), chunk_powers.narrow(0, 0, chunks + 1)),
+        # (narrow and select rather than indexing: one call each, on the hot path; a product
+        # then a sum rather than addmm, which TorchScript's optimizer splits so, rounding
+        # otherwise than eager: the exported stage gives Python's samples bit for bit)
+        entering = torch.outer(
+            self.dc_state.to(x.dtype), chunk_powers.narrow(0, 0, chunks + 1)
+        ) + torch.mm(
             zero_state.select(2, self.chunk),
             carry.narrow(0, 0, chunks).narrow(1, 0, chunks + 1),
         )
@@ -417,3 +416,21 @@ def _check_number(
         below = value <= high if high_in else value < high  # type: ignore[operator]
     if not number or not (above and below):
         raise AudioError(f"{name} must be {bound}, got {value!r}")
+
+
+def safety_stage(
+    safety: Any, sample_rate: int, what: str, error: type[TorchbendError] = AudioError
+) -> Safety | None:
+    """The stage a ``safety=`` argument asks for (``True``: a new one at ``sample_rate``;
+    ``False``: none; a :class:`Safety`: itself, if it works at ``sample_rate``), or an
+    ``error`` that names ``what`` runs at that rate (``"the stream"``)."""
+    if isinstance(safety, Safety):
+        if safety.sample_rate != sample_rate:
+            raise error(
+                f"the safety stage works at {safety.sample_rate} Hz and {what} at "
+                f"{sample_rate} Hz; make it with Safety({sample_rate}, ...)"
+            )
+        return safety
+    if not isinstance(safety, bool):
+        raise error(f"safety must be True, False or a tb.audio.Safety, got {safety!r}")
+    return Safety(sample_rate) if safety else None

@@ -77,17 +77,24 @@ def weights_table(
     bank: WeightBank,
     flt: str | Sequence[str] | None = None,
     exclude: str | Sequence[str] | None = None,
+    aliases: Mapping[str, Sequence[str]] | None = None,
 ) -> Table:
-    """Name, shape, dtype, min, max, mean, std of the current weights, and whether bent."""
+    """Name, shape, dtype, min, max, mean, std of the current weights, whether bent, and
+    their aliases (``#name``, by weight name) when some have one."""
     rows = []
-    for name in filter_names(bank.names(), flt, exclude):
+    names = filter_names(bank.names(), flt, exclude)
+    for name in names:
         w = bank.current(name).detach()
         f = w.float()
         std = f.std().item() if w.numel() > 1 else 0.0
         dtype = str(w.dtype).removeprefix("torch.")
         stats = [f.min().item(), f.max().item(), f.mean().item(), std]
         rows.append([name, list(w.shape), dtype, *stats, "yes" if name in bank.bent else ""])
-    return Table(rows, ["name", "shape", "dtype", "min", "max", "mean", "std", "bent"])
+    headers = ["name", "shape", "dtype", "min", "max", "mean", "std", "bent"]
+    if aliases and any(aliases.get(n) for n in names):
+        rows = [[*row, " ".join(aliases.get(n, ()))] for row, n in zip(rows, names)]
+        headers.append("alias")
+    return Table(rows, headers)
 
 
 def activation_infos(

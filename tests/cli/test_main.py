@@ -112,7 +112,7 @@ def test_version_and_listings(capsys) -> None:
     out = capsys.readouterr().out
     for name in tb.callbacks.registry.CALLBACKS:
         assert re.search(rf"^{name}\(", out, re.M), name
-    assert "Mask(prob: 'float | Control' = 0.3, dim:" in out
+    assert "Mask(prob: float | Control = 0.3, dim: int | Sequence[int] | None = None" in out
     assert "Zero each element of the target with probability" in out
     assert main(["models"]) == 0
     assert re.match(

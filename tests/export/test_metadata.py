@@ -45,7 +45,6 @@ def expected_controls(bended: tb.BendedModule) -> list[dict]:
     controls = []
     for name, control in bended.controllables.items():
         described = control.describe()
-        del described["ramp"]
         controls.append({**described, "setter": f"set_{name}", "getter": f"get_{name}"})
     return controls
 

@@ -368,3 +368,59 @@ def test_safety_settings_are_checked(tmp_path):
     with pytest.raises(ExportError, match=r"safety must be True, False or a tb\.audio\.Safety"):
         nntilde(bended, tmp_path / "x.ts", safety="on")  # type: ignore[arg-type]
     nntilde(bended, tmp_path / "x.ts", sample_rate=48000, safety=tb.audio.Safety(48000))
+
+
+class Stride4(nn.Module):
+    """An autoencoder without a ``ratio`` attribute: a stride-4 encoder, a transposed decoder;
+    its forward maps [B, 1, T] to [B, 1, T] and fails on fewer than 4 samples."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv_in = nn.Conv1d(1, 3, 4, stride=4)
+        self.conv_out = nn.ConvTranspose1d(3, 1, 4, stride=4)
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.conv_in(x))
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        return self.conv_out(z)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.decode(self.encode(x))
+
+
+def test_the_smallest_buffer_is_the_largest_ratio_of_the_methods(tmp_path):
+    torch.manual_seed(0)
+    bended = tb.BendedModule(Stride4())
+    bended.trace(x=torch.randn(1, 1, 256))
+    bended.trace("encode", x=torch.randn(1, 1, 256))
+    bended.trace("decode", z=torch.randn(1, 3, 64))
+    bended.bend(tb.Scale(2.0), "tanh$")
+    path = tmp_path / "ae.ts"
+    report = nntilde(bended, path, ["forward", "encode", "decode"])
+    assert {m.name: m.buffer_sizes[0] for m in report.methods} == {
+        "forward": 4,
+        "encode": 4,
+        "decode": 4,
+    }
+    assert [m.buffer_sizes[-1] for m in report.methods] == [8192] * 3
+    assert {m.name: (m.in_ratio, m.out_ratio) for m in report.methods} == {
+        "forward": (1, 1),
+        "encode": (1, 4),
+        "decode": (4, 1),
+    }
+    exported = torch.jit.load(str(path))
+    assert exported.min_buffer_size.tolist() == [4]
+    x = torch.randn(4, 1, 4)  # the smallest buffer nn~ gives
+    with torch.no_grad():
+        assert torch.equal(exported(x), bended(x))
+        assert torch.equal(exported.encode(x), bended.call("encode", x))
+    # A smaller min_buffer_size is raised to the ratio; a larger one is kept.
+    report = nntilde(bended, path, ["forward", "encode"], min_buffer_size=2)
+    assert [m.buffer_sizes[0] for m in report.methods] == [4, 4]
+    report = nntilde(bended, path, ["forward", "encode"], min_buffer_size=16)
+    assert [m.buffer_sizes[0] for m in report.methods] == [16, 16]
+    # forward alone shows no ratio: it needs min_buffer_size.
+    with pytest.raises(ExportError, match=r"'forward'.*shape \[1, 1, 1\] \(buffer 1\)"):
+        nntilde(bended, tmp_path / "alone.ts")
+    assert nntilde(bended, tmp_path / "alone.ts", min_buffer_size=4).methods[0].buffer_sizes[0] == 4

@@ -200,14 +200,6 @@ def test_method_not_traced_lists_the_traced_ones():
         torchscript(bended, methods=["encode"])
 
 
-def test_control_that_rederives_state_is_refused():
-    bended, _ = bended_net()
-    prob = tb.BendingParameter("prob", 0.1, range=(0.0, 1.0))
-    bended.bend(tb.Mask(prob, dim=-2, seed=1), "tanh$")
-    with pytest.raises(ExportError, match=r"control 'prob' drives prob of Mask"):
-        torchscript(bended)
-
-
 def test_noise_std_is_a_live_control_and_a_seeded_noise_is_not_saved(tmp_path):
     bended, _ = bended_net()
     std = tb.BendingParameter("std", 0.1, range=(0.0, 1.0))
@@ -395,3 +387,57 @@ def test_arguments_torchscript_cannot_take_are_named(method, inputs, message):
     bended.trace(method, x=torch.randn(1, 1, 8), **inputs)
     with pytest.raises(ExportError, match=message):
         torchscript(bended)
+
+
+def test_ramps_of_controls_apply_in_the_exported_module_as_in_python():
+    # A set_ from Max or Pd fades over the next calls as update() does: activation arguments
+    # along time, weights crossfaded (two controls fading one weight land together).
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv1d(1, 4, 3, padding=1), nn.Tanh(), nn.Conv1d(4, 1, 3, padding=1))
+    bended = tb.BendedModule(model)
+    x = torch.randn(1, 1, 32)
+    bended.trace(input=x)
+    gain = tb.BendingParameter("gain", 1.0, ramp=3)
+    depth = tb.BendingParameter("depth", 1.0, ramp=2)
+    bits = tb.BendingParameter("bits", 8, ramp=2, range=(2, 16))
+    flip = tb.BendingParameter("flip", False, ramp=2)
+    bended.bend(tb.Scale(gain), "_1$")
+    bended.bend(tb.Scale(depth), r"2\.weight")
+    bended.bend(tb.Bias(0.5 * depth), r"2\.weight")  # a second fade of the same weight
+    bended.bend(tb.Quantize(bits), "_0$")
+    bended.bend(tb.Flip(dim=-1, active=flip), r"0\.weight")
+    bended.bend(tb.Noise(std=0.1, seed=0), "_0$", blend=gain * 0.5)
+    scripted = tb.export.torchscript(bended)
+    changes = {
+        0: [("gain", 2.0), ("depth", 0.5)],
+        2: [("gain", 0.5), ("bits", 3)],
+        3: [("flip", True)],
+        4: [("depth", 1.5)],
+    }
+    for step in range(9):
+        for name, value in changes.get(step, []):
+            assert getattr(scripted, f"set_{name}")(value) == 0
+            bended.update(name, value)
+        torch.manual_seed(step)
+        with torch.no_grad():
+            got = scripted(x)
+        torch.manual_seed(step)
+        with torch.no_grad():
+            assert torch.equal(got, bended(x)), step
+
+
+def test_a_module_exported_mid_ramp_ramps_on_as_in_python():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv1d(1, 4, 3, padding=1), nn.Tanh(), nn.Conv1d(4, 1, 3, padding=1))
+    bended = tb.BendedModule(model)
+    x = torch.randn(1, 1, 32)
+    bended.trace(input=x)
+    bended.bend(tb.Scale(tb.BendingParameter("gain", 1.0, ramp=4)), "_1$")
+    bended.bend(tb.Scale(tb.BendingParameter("depth", 1.0, ramp=3)), r"2\.weight")
+    bended.update("gain", 3.0)
+    bended.update("depth", 0.25)
+    with torch.no_grad():
+        bended(x)  # one call into both ramps
+        scripted = tb.export.torchscript(bended)
+        for step in range(5):
+            assert torch.equal(scripted(x), bended(x)), step

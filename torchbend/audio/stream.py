@@ -15,7 +15,7 @@ from torch import nn
 
 from ..bended import BendedModule
 from ..errors import AudioError
-from ..safety import Safety, SafetyStats
+from ..safety import Safety, SafetyStats, safety_stage
 
 __all__ = ["MAX_BLOCK_SIZE", "MIN_BLOCK_SIZE", "Stream", "StreamStats"]
 
@@ -174,7 +174,7 @@ class Stream:
         self.channels = channels
         self.sample_rate = sample_rate
         self.model_latency = _int_attribute(inner, "latency", 0) or 0
-        self.safety = _safety_stage(safety, sample_rate)
+        self.safety = safety_stage(safety, sample_rate, "the stream")
         """The safety stage the output goes through, or ``None``."""
         self._inner = inner
         self._fn: Callable[[torch.Tensor], Any]
@@ -321,19 +321,6 @@ class Stream:
         if self.safety is not None:
             args.append(f"safety={self.safety!r}")
         return f"Stream({', '.join(args)})"
-
-
-def _safety_stage(safety: bool | Safety, sample_rate: int) -> Safety | None:
-    if isinstance(safety, Safety):
-        if safety.sample_rate != sample_rate:
-            raise AudioError(
-                f"the safety stage works at {safety.sample_rate} Hz and the stream at "
-                f"{sample_rate} Hz; make it with Safety({sample_rate}, ...)"
-            )
-        return safety
-    if not isinstance(safety, bool):
-        raise AudioError(f"safety must be True, False or a tb.audio.Safety, got {safety!r}")
-    return Safety(sample_rate) if safety else None
 
 
 def _int_attribute(module: nn.Module, name: str, default: int | None) -> int | None:

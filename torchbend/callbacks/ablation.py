@@ -1,6 +1,8 @@
 """Ablation: zero channels, replace elements by random values, offset channels at random."""
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: TorchScript reads the type of Ablate's
+# ``channel_list`` (an empty list without channels) only from a class annotation that is a
+# real type.
 
 from collections.abc import Sequence
 
@@ -8,7 +10,7 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dim, draw_key, kept_shape, normalized_dim, target_generator
+from .args import as_dim, draw_key, kept_shape, normalized_dim
 from .argument import Argument
 from .seeded import Seeded
 
@@ -68,6 +70,9 @@ class Ablate(Seeded):
                  [0., 0., 0.]]])
     """
 
+    channel_list: list[int]
+    """The channels always zeroed (indices along ``dim``)."""
+
     fraction = Argument(
         float,
         low=0.0,
@@ -102,19 +107,23 @@ class Ablate(Seeded):
                 f"{self!r} cannot bend '{name}' of shape {list(shape)}: channels {wrong} are out "
                 f"of range for its {size} channels along dim={self.dim}"
             )
-        order = torch.randperm(size, generator=target_generator(self.seed, name))
+        self.draw(name, list(shape), dtype, device)
+
+    def draw(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
+        axis = self.dim + len(shape) if self.dim < 0 else self.dim  # checked when registered
+        order = torch.randperm(shape[axis], generator=self.generator_for(name))
         self.add_state(draw_key(name), order.to(device))
         self.derive(name, shape, dtype, device)
 
-    def derive(
-        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
-    ) -> None:
-        rank, axis = len(shape), normalized_dim(repr(self), self.dim, shape, name)
+    def derive(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
+        rank = len(shape)
+        axis = self.dim + rank if self.dim < 0 else self.dim
         order = self.state(draw_key(name))
         size = order.shape[0]
         keep = torch.ones(size, dtype=torch.bool, device=order.device)
         keep[self.channel_list] = False
-        keep[order[: round(self.fraction * size)]] = False
+        # int(round()): TorchScript's round gives a float (rounding halves to even, as Python).
+        keep[order[: int(round(self.fraction * size))]] = False  # noqa: RUF046
         view = [1] * rank
         view[axis] = size
         self.add_state(name, keep.view(view))
@@ -183,15 +192,16 @@ class Randomize(Seeded):
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
-        generator = target_generator(self.seed, name)
+        self.draw(name, list(shape), dtype, device)
+
+    def draw(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
+        generator = self.generator_for(name)
         uniform = torch.rand(shape, generator=generator)
         normal = torch.randn(shape, generator=generator)
         self.add_state(draw_key(name), torch.stack([uniform, normal]).to(device))
         self.derive(name, shape, dtype, device)
 
-    def derive(
-        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
-    ) -> None:
+    def derive(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
         self.add_state(name, self.state(draw_key(name))[0] < self.fraction)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
@@ -260,9 +270,14 @@ class Offset(Seeded):
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
         normalized_dim(repr(self), self.dim, shape, name)
-        size = kept_shape(list(shape), [self.dim])
-        uniform = torch.rand(size, generator=target_generator(self.seed, name))
-        float_dtype = dtype if dtype.is_floating_point else torch.float32
+        self.draw(name, list(shape), dtype, device)
+
+    def draw(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
+        size = kept_shape(shape, [self.dim])
+        uniform = torch.rand(size, generator=self.generator_for(name))
+        # A dtype has no is_floating_point in TorchScript; an empty tensor of it has.
+        floating = torch.empty(0, dtype=dtype).is_floating_point()
+        float_dtype = dtype if floating else torch.float32
         self.add_state(name, (2.0 * uniform - 1.0).to(dtype=float_dtype, device=device))
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:

@@ -15,6 +15,8 @@ __all__ = [
     "call_axis",
     "draw_key",
     "kept_shape",
+    "mix_seed",
+    "name_crc",
     "normalized_dim",
     "target_generator",
     "target_seed",
@@ -94,7 +96,24 @@ def target_seed(seed: int | None, name: str) -> int | None:
     """The seed of :func:`target_generator` (``None`` for ``None``)."""
     if seed is None:
         return None
-    return (seed * 0x9E3779B1 + zlib.crc32(name.encode())) % 2**63
+    return mix_seed(seed, name_crc(name))
+
+
+def name_crc(name: str) -> int:
+    """The CRC-32 of target ``name`` that :func:`mix_seed` mixes into a seed (computed in
+    Python, where targets are registered: TorchScript has no ``zlib``)."""
+    return zlib.crc32(name.encode())
+
+
+def mix_seed(seed: int, crc: int) -> int:
+    """``seed`` mixed with a target's :func:`name_crc`: ``(seed * 0x9E3779B1 + crc) % 2**63``,
+    the same in Python and in TorchScript (scriptable).
+
+    Python's ints do not overflow and TorchScript's are of 64 bits, which wrap: the two
+    differ by a multiple of 2**64, so their low 63 bits, which the mask keeps, are equal (and
+    are the remainder modulo 2**63 of Python's, negative seeds included).
+    """
+    return (seed * 0x9E3779B1 + crc) & 0x7FFFFFFFFFFFFFFF
 
 
 def draw_key(name: str) -> str:

@@ -66,8 +66,9 @@ class Argument:
             (time) axis. Floats only.
         derives: whether the callback derives state from the argument (a mask from ``prob``,
             draws from ``seed``): a change calls its :meth:`BendingCallback.control_changed`.
-            An exported module cannot derive state, so it refuses a control on such an
-            argument.
+            An exported module's setter calls it too, scripted, for the callbacks that
+            subclass :class:`~torchbend.callbacks.seeded.Seeded`; exports refuse a control on
+            such an argument of any other callback.
         finite: whether a float must be finite (``Clamp``'s bounds may be infinite); NaN never
             passes.
 

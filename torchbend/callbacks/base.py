@@ -255,7 +255,19 @@ class BendingCallback(nn.Module):
     # -- per-target state ---------------------------------------------------------------------
 
     def add_state(self, name: str, tensor: torch.Tensor) -> None:
-        """Keep ``tensor`` as this callback's state for target ``name`` (a buffer)."""
+        """Keep ``tensor`` as this callback's state for target ``name`` (a buffer).
+
+        Scripted, ``tensor`` is copied into the state kept for ``name``, which must exist
+        with its shape: TorchScript cannot add buffers, and state derived again in an
+        exported module (a control set, see :class:`~torchbend.callbacks.seeded.Seeded`)
+        keeps its shape.
+        """
+        if torch.jit.is_scripting():
+            self.state(name).copy_(tensor)
+            return
+        self._eager_add_state(name, tensor)
+
+    def _eager_add_state(self, name: str, tensor: torch.Tensor) -> None:
         buffer = self._state_names.get(name)
         if buffer is None:
             index, taken = 0, set(self._state_names.values())
@@ -425,8 +437,10 @@ class Chain(BendingCallback):
         return x
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
-        for cb in self.chained():
-            weight = cb.bend_weight(weight, name)
+        # Over the ModuleList itself, which TorchScript unrolls (it has no filtered
+        # comprehensions, as chained() is): a chain inside another callback scripts.
+        for cb in self.callbacks:
+            weight = cb.bend_weight(weight, name)  # type: ignore[operator]
         return weight
 
     def __repr__(self) -> str:

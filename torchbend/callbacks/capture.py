@@ -142,6 +142,15 @@ def _fit(source: torch.Tensor, x: torch.Tensor, name: str, owner: str) -> torch.
     return source.to(dtype=x.dtype, device=x.device)
 
 
+def at_zero(amount: float | torch.Tensor) -> bool:
+    """Whether ``amount`` is the number 0 (a tensor, a ramp along time, is not). Its own
+    function: TorchScript writes code for ``not isinstance(a, Tensor) and a == 0.0`` inline
+    that ``torch.jit.load`` refuses when ``a`` is used after it."""
+    if isinstance(amount, torch.Tensor):
+        return False
+    return amount == 0.0
+
+
 def crossfade(x: torch.Tensor, source: torch.Tensor, amount: float | torch.Tensor) -> torch.Tensor:
     """``(1 - amount) * x + amount * source``, with ``source`` broadcasting onto ``x``.
 

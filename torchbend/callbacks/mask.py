@@ -1,6 +1,7 @@
 """Mask: zero a random part of a weight or an activation, drawn once per target."""
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: TorchScript reads the type of ``dims`` (an empty
+# list for ``dim=()``) only from a class annotation that is a real type.
 
 from collections.abc import Sequence
 
@@ -8,7 +9,7 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dims, draw_key, kept_shape, target_generator
+from .args import as_dims, draw_key, kept_shape
 from .argument import Argument
 from .seeded import Seeded
 
@@ -53,6 +54,9 @@ class Mask(Seeded):
                  [1., 1., 1., 1., 1.]]])
     """
 
+    dims: list[int] | None
+    """The axes the mask varies along (``None``: every axis)."""
+
     prob = Argument(
         float,
         low=0.0,
@@ -76,19 +80,23 @@ class Mask(Seeded):
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
-        size = list(shape)
         if self.dims is not None:
             try:
-                size = kept_shape(size, self.dims)
+                kept_shape(list(shape), self.dims)
             except BendingError as e:
                 raise BendingError(f"{self!r} cannot bend '{name}': {e}") from None
-        noise = torch.rand(size, generator=target_generator(self.seed, name))
+        self.draw(name, list(shape), dtype, device)
+
+    def draw(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
+        size = shape
+        dims = self.dims
+        if dims is not None:
+            size = kept_shape(shape, dims)
+        noise = torch.rand(size, generator=self.generator_for(name))
         self.add_state(draw_key(name), noise.to(device))
         self.derive(name, shape, dtype, device)
 
-    def derive(
-        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
-    ) -> None:
+    def derive(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
         noise = self.state(draw_key(name))
         self.add_state(name, (noise >= self.prob).to(dtype))
 

@@ -6,7 +6,7 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dims, kept_shape, target_generator, target_seed
+from .args import as_dims, kept_shape, mix_seed, target_generator, target_seed
 from .argument import Argument
 from .seeded import Seeded
 
@@ -90,13 +90,17 @@ class Noise(Seeded):
 
     def redraw(self) -> None:
         # The activations' noise comes from one generator, started again from a new seed;
-        # a weight's noise is drawn when it is bent, from the seed and its name.
-        self.generator = None if self.seed is None else torch.Generator().manual_seed(self.seed)
-        self.weight_seeds = {
-            name: seed
-            for name in self._targets
-            if (seed := target_seed(self.seed, name)) is not None
-        }
+        # a weight's noise is drawn when it is bent, from the seed and its name. Scriptable:
+        # ``seed`` is an int or None when scripted, never both, and TorchScript compiles the
+        # one branch its type takes (``generator`` has the same type).
+        seed = self.seed
+        self.weight_seeds.clear()
+        if seed is None:
+            self.generator = None
+            return
+        self.generator = torch.Generator().manual_seed(seed)
+        for name, crc in self.drawn.crcs.items():
+            self.weight_seeds[name] = mix_seed(seed, crc)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device

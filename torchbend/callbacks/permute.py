@@ -6,7 +6,7 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dim, call_axis, draw_key, normalized_dim, target_generator
+from .args import as_dim, call_axis, draw_key, normalized_dim
 from .argument import Argument
 from .seeded import Seeded
 
@@ -66,21 +66,25 @@ class Permute(Seeded):
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
-        size = shape[normalized_dim(repr(self), self.dim, shape, name)]
-        generator = target_generator(self.seed, name)
+        normalized_dim(repr(self), self.dim, shape, name)
+        self.draw(name, list(shape), dtype, device)
+
+    def draw(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
+        size = shape[self.dim + len(shape) if self.dim < 0 else self.dim]
+        generator = self.generator_for(name)
         order = torch.randperm(size, generator=generator)
         shuffle = torch.randperm(size, generator=generator)
         self.add_state(draw_key(name), torch.stack([order, shuffle]).to(device))
         self.derive(name, shape, dtype, device)
 
-    def derive(
-        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
-    ) -> None:
-        order, shuffle = self.state(draw_key(name))
+    def derive(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
+        drawn = self.state(draw_key(name))
+        order, shuffle = drawn[0], drawn[1]
         size = order.shape[0]
-        moved = order[: round(self.amount * size)]
+        # int(round()): TorchScript's round gives a float (rounding halves to even, as Python).
+        moved = order[: int(round(self.amount * size))]  # noqa: RUF046
         permutation = torch.arange(size, device=order.device)
-        permutation[moved] = moved[shuffle[: len(moved)].argsort()]
+        permutation[moved] = moved[shuffle[: moved.shape[0]].argsort()]
         self.add_state(name, permutation)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:

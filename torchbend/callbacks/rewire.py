@@ -11,6 +11,7 @@ from ..controls import Control
 from ..errors import BendingError
 from .argument import Argument
 from .base import BendingCallback
+from .capture import at_zero, crossfade
 from .snapshot import tiled
 
 __all__ = ["Rewire"]
@@ -73,7 +74,7 @@ class Rewire(BendingCallback):
             self.held[method] = x
             return x
         amount = self.along("amount", x)
-        if not isinstance(amount, torch.Tensor) and amount == 0.0:
+        if at_zero(amount):
             return x
         if method not in self.held:
             raise BendingError("Rewire: no value of its source before " + name)
@@ -83,12 +84,7 @@ class Rewire(BendingCallback):
                 "Rewire cannot feed " + name + " from " + self.source + ": their ranks (numbers "
                 "of axes) must match"
             )
-        fitted = tiled(source, list(x.shape)).to(x.dtype)
-        if isinstance(amount, torch.Tensor):
-            return torch.lerp(x, fitted, amount.to(x.dtype))
-        if amount == 1.0:
-            return fitted
-        return torch.lerp(x, fitted, amount)
+        return crossfade(x, tiled(source, list(x.shape)).to(x.dtype), amount)
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
         return weight  # never called: register_target refuses weights

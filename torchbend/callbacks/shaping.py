@@ -18,7 +18,7 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dims, draw_key, kept_shape, target_generator
+from .args import as_dims, draw_key, kept_shape
 from .argument import Argument
 from .base import BendingCallback
 from .seeded import Seeded
@@ -188,7 +188,6 @@ class Shaped(Seeded):
         subset: Subset | None = None,
         window: Window | None = None,
         guard: Guard | None = None,
-        inherited: bool = False,
     ) -> None:
         super().__init__(0 if subset is None else subset.seed)
         if not isinstance(callback, BendingCallback):
@@ -197,8 +196,6 @@ class Shaped(Seeded):
         self.scriptable = callback.scriptable  # type: ignore[misc]
         self.blend = blend
         self._subset, self._window, self._guard = subset, window, guard
-        self.inherited = inherited
-        """Whether the guard is the model's (``bended.guard``), not this bending's own."""
         self.subsetted = subset is not None
         self.fraction = 1.0 if subset is None else subset.fraction
         self.subset_dims = None if subset is None else as_dims("Subset", subset.dim)
@@ -245,21 +242,25 @@ class Shaped(Seeded):
             )
         if self.window_unit in ("samples", "seconds") and len(shape) == 0:
             raise BendingError(f"{self!r} cannot bend '{name}': it has no time axis (a scalar)")
-        if not self.subsetted:
-            return
-        size = list(shape)
-        if self.subset_dims is not None:
+        if self.subsetted and self.subset_dims is not None:
             try:
-                size = kept_shape(size, self.subset_dims)
+                kept_shape(list(shape), self.subset_dims)
             except BendingError as e:
                 raise BendingError(f"{self!r} cannot bend '{name}': {e}") from None
-        noise = torch.rand(size, generator=target_generator(self.seed, name))
+        self.draw(name, list(shape), dtype, device)
+
+    def draw(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
+        if not self.subsetted:
+            return
+        size = shape
+        dims = self.subset_dims
+        if dims is not None:
+            size = kept_shape(shape, dims)
+        noise = torch.rand(size, generator=self.generator_for(name))
         self.add_state(draw_key(name), noise.to(device))
         self.derive(name, shape, dtype, device)
 
-    def derive(
-        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
-    ) -> None:
+    def derive(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
         if self.subsetted:
             noise = self.state(draw_key(name))
             self.add_state(name, (noise < self.fraction).to(dtype))
@@ -497,9 +498,8 @@ def shaping(
     blend=, subset=, window=, guard=)`` bends with. Without a guard, the ``default`` one (the
     model's) applies; ``guard=False`` applies none."""
     guard = given.get("guard")
-    inherited = guard is None and default is not None
     guard = default if guard is None else guard or None
     blend, subset, window = given.get("blend"), given.get("subset"), given.get("window")
     if blend is None and subset is None and window is None and guard is None:
         return callback
-    return Shaped(callback, 1.0 if blend is None else blend, subset, window, guard, inherited)
+    return Shaped(callback, 1.0 if blend is None else blend, subset, window, guard)

@@ -12,7 +12,7 @@ from ..controls import BendingParameter, Control, is_control
 from ..errors import BendingError
 from .argument import Argument
 from .base import BendingCallback
-from .capture import crossfade
+from .capture import at_zero, crossfade
 
 __all__ = ["Snapshot", "tiled"]
 
@@ -197,7 +197,7 @@ class Snapshot(BendingCallback):
         return ""
 
     def _crossfade(self, x: torch.Tensor, name: str, amount: float | torch.Tensor) -> torch.Tensor:
-        if not isinstance(amount, torch.Tensor) and amount == 0.0:
+        if at_zero(amount):
             return x
         key = self._key(name)
         if key == "":

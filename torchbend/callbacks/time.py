@@ -6,7 +6,7 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dim, call_axis, kept_shape, normalized_dim, target_generator
+from .args import as_dim, call_axis, kept_shape, normalized_dim
 from .argument import Argument
 from .base import BendingCallback
 from .seeded import Seeded
@@ -162,8 +162,11 @@ class Unphase(Seeded):
                 "last axis, the time axis the channels are shifted along; give the axis of "
                 "channels (dim=-2 for [batch, channels, time])"
             )
-        size = kept_shape(list(shape), [self.dim])
-        uniform = torch.rand(size, generator=target_generator(self.seed, name))
+        self.draw(name, list(shape), dtype, device)
+
+    def draw(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
+        size = kept_shape(shape, [self.dim])
+        uniform = torch.rand(size, generator=self.generator_for(name))
         self.add_state(name, (2.0 * uniform - 1.0).to(device))
 
     def shifts(self, name: str, length: int) -> torch.Tensor:

@@ -304,8 +304,28 @@ def cmd_callbacks(args: argparse.Namespace) -> int:
         parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
         aliases = [a for a, c in ALIASES.items() if c is cls]
         also = f" (also {', '.join(aliases)})" if aliases else ""
-        print(f"{name}({', '.join(str(p) for p in parameters)}){also}\n    {_summary(cls)}")
+        shown = ", ".join(_parameter(p) for p in parameters)
+        print(f"{name}({shown}){also}\n    {_summary(cls)}")
     return 0
+
+
+def _parameter(p: inspect.Parameter) -> str:
+    """``prob: float | Control = 0.3``, whether the module annotates with strings or not."""
+    text = p.name
+    if p.annotation is not p.empty:
+        annotation = p.annotation
+        if not isinstance(annotation, str):
+            annotation = inspect.formatannotation(annotation)
+        for long, short in [
+            ("torchbend.controls.BendingParameter | torchbend.controls.ControlView", "Control"),
+            ("collections.abc.", ""),
+            ("typing.", ""),
+        ]:
+            annotation = annotation.replace(long, short)
+        text += f": {annotation}"
+    if p.default is not p.empty:
+        text += f" = {p.default!r}"
+    return text
 
 
 def cmd_models(args: argparse.Namespace) -> int:

@@ -69,6 +69,9 @@ class ExportedModule(nn.Module):
         callbacks: Sequence[nn.Module],
         weights: Sequence[tuple[torch.Tensor, torch.Tensor]],
         controls: dict[str, float | int | bool],
+        ramps: dict[str, tuple[float, int]] | None = None,
+        faded: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None,
+        fading: Sequence[str] = (),
     ) -> None:
         super().__init__()
         for name, gm in graphs.items():
@@ -80,6 +83,14 @@ class ExportedModule(nn.Module):
             self.register_buffer(f"tb_weight_live_{k}", live)
         for name, value in controls.items():
             setattr(self, f"tb_control_{name}", value)
+        # A control's ramp: where it started and how many calls it went (see source.py).
+        for name, (start, step) in (ramps or {}).items():
+            setattr(self, f"tb_start_{name}", float(start))
+            setattr(self, f"tb_step_{name}", int(step))
+            setattr(self, f"tb_fading_{name}", name in fading)
+        for k, (before, after) in (faded or {}).items():  # crossfaded over a ramp
+            self.register_buffer(f"tb_weight_before_{k}", before)
+            self.register_buffer(f"tb_weight_after_{k}", after)
 
 
 # -- building --------------------------------------------------------------------------------
@@ -98,7 +109,24 @@ def build(plan: ExportPlan) -> ExportedModule:
         base = plan.bended.base_weight(w.name).detach().clone()
         weights.append((base, view.get_parameter(w.name).detach()))
     values = {name: c.control.get() for name, c in plan.controls.items()}
-    return ExportedModule(graphs, scripted, weights, values)
+    # The exported controls ramp on from where the Python ones are, weights crossfades too.
+    ramps = {
+        name: (c.control._start, c.control._step)
+        for name, c in plan.controls.items()
+        if c.control.ramp
+    }
+    fades = plan.bended.fades()
+    faded = {}
+    for name, c in plan.controls.items():
+        for k in c.weights if c.control.ramp else []:
+            live = weights[k][1]
+            before, after = fades.get(name, ({}, {}))
+            weight = plan.weights[k].name
+            faded[k] = (
+                before.get(weight, live).detach().clone(),
+                after.get(weight, live).detach().clone(),
+            )
+    return ExportedModule(graphs, scripted, weights, values, ramps, faded, list(fades))
 
 
 _FAILED: weakref.WeakKeyDictionary[type, dict[bool, str]] = weakref.WeakKeyDictionary()

@@ -6,7 +6,7 @@ import copy
 import io
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +15,7 @@ import torch.fx
 
 from ..bended import BendedModule
 from ..errors import ExportError, TracingError
-from ..safety import Safety
+from ..safety import Safety, safety_stage
 from ..tracing.facts import describe_fact
 from ..tracing.records import record_of
 from .arguments import MISSING, ExportedArgument
@@ -102,8 +102,9 @@ def nntilde(
         input_labels: per method, one label per input channel (nn~ shows them on inlets).
         output_labels: per method, one label per output channel.
         min_buffer_size: the smallest buffer, in samples, the model takes, a power of two
-            (default: the wrapped module's ``ratio`` attribute, else 1); checks run from
-            there up to :data:`~torchbend.export.check.MAX_BUFFER_SIZE`.
+            (default: the wrapped module's ``ratio`` attribute, else 1), raised to the
+            largest in or out ratio of the exported methods (nn~ never sends fewer samples);
+            checks run from there up to :data:`~torchbend.export.check.MAX_BUFFER_SIZE`.
         safety: ``True``: the safety stage with its default settings at ``sample_rate``;
             a :class:`~torchbend.audio.Safety` (at ``sample_rate``) for other settings;
             ``False``: the methods' outputs as they are.
@@ -151,20 +152,24 @@ def nntilde(
                 "pass methods= to export them"
             )
     plan = ExportPlan(module, names)
-    inner_ratio = getattr(module.module, "ratio", 1)
-    least = int(min_buffer_size or (inner_ratio if isinstance(inner_ratio, int) else 1))
     clash = sorted(set(plan.controls) & (RESERVED | set(plan.methods)))
     if clash:
         raise ExportError(f"controls {clash} have names nn~ reserves; rename them")
     plan.check_savable()
-    stage = _safety_stage(safety, int(sample_rate or 44100))
+    stage = safety_stage(safety, int(sample_rate or 44100), "the export", ExportError)
+    method_params = {
+        method: check_params(
+            method,
+            (params or {}).get(method)
+            or infer_params(method, plan.entries[method], plan.arguments[method]),
+        )
+        for method in plan.methods
+    }
+    least = _least_buffer(module.module, min_buffer_size, method_params.values())
     container = build(plan)
     for method in plan.methods:
         entry = plan.entries[method]
-        values = check_params(
-            method,
-            (params or {}).get(method) or infer_params(method, entry, plan.arguments[method]),
-        )
+        values = method_params[method]
         _check_one_graph(plan.bended, method, entry, values, least)
         if stage is not None and values[3] == 1:
             _append_safety(container, plan, method, stage)
@@ -194,6 +199,22 @@ def nntilde(
     return _save_checked(scripted, Path(path))
 
 
+def _least_buffer(model: Any, given: int | None, method_params: Iterable[Sequence[int]]) -> int:
+    """The smallest buffer nn~ runs the file's methods on, in samples.
+
+    nn~ takes the largest in or out ratio among all the methods of a file as its smallest
+    buffer (a smaller one is raised to it), so an autoencoder whose ``forward`` maps ``T`` to
+    ``T`` is only ever called with buffers its ``encode`` ratio divides, though ``forward``'s
+    own ratios are 1. ``given`` (``min_buffer_size=``) or the model's ``ratio`` attribute may
+    ask for more, never for less.
+    """
+    highest = max((max(p[1], p[3]) for p in method_params), default=1)
+    if given is None:
+        inner = getattr(model, "ratio", 1)
+        given = inner if isinstance(inner, int) and not isinstance(inner, bool) else 1
+    return max(int(given), highest)
+
+
 class SafeOutput(torch.nn.Module):
     """An exported method's graph, then the safety stage (``nntilde(..., safety=True)``)."""
 
@@ -204,20 +225,6 @@ class SafeOutput(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.safety(self.graph(x))
-
-
-def _safety_stage(safety: Any, sample_rate: int) -> Safety | None:
-    """The stage ``nntilde(..., safety=)`` asks for, at the export's sample rate, or ``None``."""
-    if isinstance(safety, Safety):
-        if safety.sample_rate != sample_rate:
-            raise ExportError(
-                f"the safety stage works at {safety.sample_rate} Hz and the export at "
-                f"{sample_rate} Hz; make it with Safety({sample_rate}, ...)"
-            )
-        return safety
-    if not isinstance(safety, bool):
-        raise ExportError(f"safety must be True, False or a tb.audio.Safety, got {safety!r}")
-    return Safety(sample_rate) if safety else None
 
 
 def _append_safety(

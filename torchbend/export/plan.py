@@ -10,6 +10,7 @@ import torch
 
 from ..callbacks.argument import Argument, declared
 from ..callbacks.base import BendingCallback, Chain
+from ..callbacks.seeded import Seeded
 from ..controls import BendingParameter, Control, control_of
 from ..errors import ExportError
 from .arguments import ExportedArgument, method_arguments
@@ -81,9 +82,16 @@ class ExportPlan:
         """Per method, its arguments as exported (types, defaults, traced values)."""
         keys = {self.bended.key(n) for n in names}
         bendings = [b for b in self.bended.bendings if b.weights or keys & set(b.activations)]
-        self._check_scriptable(bendings)
+        dependent = _unique(w for b in bendings if b.callback.controls() for w in b.weights)
+        # A weight bent without controls is exported bent (a constant): the callbacks of
+        # bendings of such weights only are neither scripted nor saved.
+        scripted = [
+            b for b in bendings if keys & set(b.activations) or set(b.weights) & set(dependent)
+        ]
+        self._check_scriptable(scripted)
         self.leaves: list[BendingCallback] = []
-        for b in bendings:
+        """The callbacks the export scripts, each once."""
+        for b in scripted:
             for leaf in leaves(b.callback):
                 if all(leaf is not other for other in self.leaves):
                     self.leaves.append(leaf)
@@ -92,7 +100,6 @@ class ExportPlan:
             for name, control in self.bended.controllables.items()
         }
         self.weights: list[PlannedWeight] = []
-        dependent = _unique(w for b in bendings if b.callback.controls() for w in b.weights)
         for w in dependent:
             chain = [
                 self.index(leaf) for b in bendings if w in b.weights for leaf in leaves(b.callback)
@@ -105,15 +112,18 @@ class ExportPlan:
                     c.weights.append(k)
 
     def check_savable(self) -> None:
-        """Raise :class:`ExportError` if a callback keeps state ``torch.jit.save`` cannot write."""
+        """Raise :class:`ExportError` if a callback the export scripts (or one it holds) keeps
+        state ``torch.jit.save`` cannot write."""
         for leaf in self.leaves:
-            for attr, value in vars(leaf).items():
-                if isinstance(value, torch.Generator):
-                    raise ExportError(
-                        f"{leaf!r} keeps a torch.Generator ({attr}), which torch.jit.save cannot "
-                        "write; give it seed=None (torch's global generator) to export it to a "
-                        "file, or keep the scripted module in memory (path=None)"
-                    )
+            for cb in leaf.modules():
+                for attr, value in vars(cb).items():
+                    if isinstance(value, torch.Generator):
+                        raise ExportError(
+                            f"{cb!r} keeps a torch.Generator ({attr}), which torch.jit.save "
+                            "cannot write; give it seed=None (torch's global generator) to "
+                            "export it to a file, or keep the scripted module in memory "
+                            "(path=None)"
+                        )
 
     def index(self, leaf: BendingCallback) -> int:
         """The position of ``leaf`` among the exported callbacks."""
@@ -150,14 +160,7 @@ class ExportPlan:
                     continue
                 found = {a: v for a, v in cb._controlled.items() if control_of(v) is control}
                 arguments = declared(type(cb))
-                derived = [a for a in found if arguments[a].derives]
-                if derived:
-                    raise ExportError(
-                        f"control {name!r} drives {', '.join(derived)} of {cb!r}, which "
-                        "derives its state again when that changes (new masks, draws or "
-                        "permutations); a scripted module cannot do that. Give "
-                        f"{type(cb).__name__} a number instead of the control to export it."
-                    )
+                _check_derives(name, cb, [a for a in found if arguments[a].derives])
                 writes += [(i, path, arguments[arg], source) for arg, source in found.items()]
             if not writes:
                 raise ExportError(
@@ -166,6 +169,29 @@ class ExportPlan:
                 )
             plan.writes += writes
         return plan
+
+
+def _check_derives(name: str, cb: BendingCallback, derived: list[str]) -> None:
+    """Refuse control ``name`` on the arguments ``derived`` of ``cb`` (declared with
+    ``derives=True``) if an exported module could not derive ``cb``'s state again when it is
+    set: only :class:`Seeded` callbacks do it scripted (``control_changed``), and draw anew
+    for a new seed if they :meth:`~Seeded.draw` in TorchScript."""
+    if not derived:
+        return
+    what = f"control {name!r} drives {', '.join(derived)} of {cb!r}"
+    if not isinstance(cb, Seeded):
+        raise ExportError(
+            f"{what}, which derives its state again when that changes, in Python only: "
+            "exported modules derive again the state of Seeded callbacks "
+            f"(torchbend.callbacks.seeded). Give {type(cb).__name__} a number instead of the "
+            "control to export it."
+        )
+    if "seed" in derived and type(cb).draw is Seeded.draw and type(cb).redraw is Seeded.redraw:
+        raise ExportError(
+            f"{what}, which draws in register_target, in Python only: override Seeded.draw "
+            f"with scriptable code for an exported module to draw anew, or give "
+            f"{type(cb).__name__} a seed instead of the control to export it."
+        )
 
 
 def _unique(names: Any) -> list[str]:

@@ -39,19 +39,19 @@ def methods_source(plan: ExportPlan, getters: str = "value") -> str:
         lines += [f"    w = self.tb_callback_{i}.bend_weight(w, {w.name!r})" for i in w.callbacks]
         lines += [f"    self.tb_weight_live_{k}.copy_(w)"]
     for name, c in plan.controls.items():
-        lines += _control_source(name, c, getters)
+        lines += _control_source(name, c, getters, plan)
+    lines += _ramps_source(plan)
     lines += _metadata_source(plan, getters)
     return "\n".join(lines) + "\n"
 
 
 def controls_metadata(plan: ExportPlan, getters: str = "value") -> dict[str, Any]:
     """The controls' metadata of an export (docs/export.md, "Control metadata"): each
-    control as :meth:`~torchbend.BendingParameter.describe` gives it, without its ramp (not
-    exported), with the names of its setter and getter."""
+    control as :meth:`~torchbend.BendingParameter.describe` gives it, with the names of its
+    setter and getter."""
     controls = []
     for name, c in plan.controls.items():
         described = c.control.describe()
-        del described["ramp"]
         controls.append({**described, "setter": f"set_{name}", "getter": f"get_{name}"})
     return {"format": FORMAT, "version": VERSION, "getters": getters, "controls": controls}
 
@@ -94,7 +94,11 @@ def _method_source(plan: ExportPlan, method: str) -> list[str]:
     for a in arguments:
         lines += ["    " + line for line in _checks(where, a)]
     passed = ", ".join(a.name for a in arguments if a.in_graph)
-    return [*lines, f"    return self.tb_method_{method}({passed})"]
+    if not _ramped(plan):
+        return [*lines, f"    return self.tb_method_{method}({passed})"]
+    # Each call moves the ramps on, as a call of the bended module does.
+    call = f"    out = self.tb_method_{method}({passed})"
+    return [*lines, call, "    self.tb_advance()", "    return out"]
 
 
 def _checks(where: str, a: ExportedArgument) -> list[str]:
@@ -125,7 +129,7 @@ def _checks(where: str, a: ExportedArgument) -> list[str]:
     return lines
 
 
-def _control_source(name: str, c: PlannedControl, getters: str) -> list[str]:
+def _control_source(name: str, c: PlannedControl, getters: str, plan: ExportPlan) -> list[str]:
     control = c.control
     kind = {"float": "float", "int": "int", "bool": "bool"}[control.kind]
     lines = [f"def set_{name}(self, value: {kind}) -> int:"]
@@ -133,14 +137,18 @@ def _control_source(name: str, c: PlannedControl, getters: str) -> list[str]:
         lines += ["    if math.isnan(value) or math.isinf(value):", "        return -1"]
     if kind != "bool":
         lines += _admits_source(c)
+    if control.ramp:
+        lines += _ramp_from_source(name, control.kind, control.ramp)
     lines += [f"    self.tb_control_{name} = value"]
     for i, path, argument, source in c.writes:
-        held = f"self.tb_callback_{i}.callback" + "".join(
-            f"[{part}]" if part.isdigit() else f".{part}" for part in path.split(".") if part
-        )
-        assignments = argument.assignments(held, source, "value")
+        assignments = argument.assignments(_held(i, path), source, "value")
         lines += ["    " + line for line in assignments]
-    lines += [f"    self.tb_rebend_{k}()" for k in c.weights]
+    lines += _derive_source(c)
+    if control.ramp:
+        lines += [f"    self.tb_ramp_{name}()"]
+        lines += _fade_source(name, c, plan)
+    else:
+        lines += [f"    self.tb_rebend_{k}()" for k in c.weights]
     lines += ["    return 0"]
     if getters == "tuple":
         lines += [
@@ -149,6 +157,131 @@ def _control_source(name: str, c: PlannedControl, getters: str) -> list[str]:
         ]
     else:
         lines += [f"def get_{name}(self) -> {kind}:", f"    return self.tb_control_{name}"]
+    return lines
+
+
+def _held(i: int, path: str) -> str:
+    """The scripted callback ``i`` of the export, or the one it holds at ``path``."""
+    return f"self.tb_callback_{i}.callback" + "".join(
+        f"[{part}]" if part.isdigit() else f".{part}" for part in path.split(".") if part
+    )
+
+
+# -- ramps -------------------------------------------------------------------------------------
+#
+# A control with ``ramp=N`` spreads a change over the next N calls, as in Python
+# (BendingParameter.set / advance, ControlBoard.update / advance): the arguments read along
+# time go from the value at the start of each call to the value at its end, and the weights it
+# bends crossfade from those before the change to those after it; the same float operations in
+# the same order, so that the exported module gives Python's outputs bit for bit.
+
+
+def _ramped(plan: ExportPlan) -> list[str]:
+    return [name for name, c in plan.controls.items() if c.control.ramp]
+
+
+def _as_float(name: str, kind: str) -> str:
+    """The control's value as a float (what Python's control keeps)."""
+    if kind == "bool":
+        return f"(1.0 if self.tb_control_{name} else 0.0)"
+    return f"float(self.tb_control_{name})"
+
+
+def _ramp_from_source(name: str, kind: str, ramp: int) -> list[str]:
+    """In ``set_``: the ramp starts where the one under way is (its value at rest)."""
+    return [
+        f"    now = {_as_float(name, kind)}",
+        f"    if self.tb_step_{name} < {ramp}:",
+        f"        now = self.tb_start_{name} + (now - self.tb_start_{name}) * "
+        f"self.tb_step_{name} / {ramp}",
+        f"    self.tb_start_{name} = now",
+        f"    self.tb_step_{name} = 0",
+    ]
+
+
+def _fade_source(name: str, c: PlannedControl, plan: ExportPlan) -> list[str]:
+    """In ``set_``: the weights it bends, bent again, crossfaded from where they are."""
+    if not c.weights:
+        return []
+    n = c.control.ramp
+    lines = [f"    self.tb_weight_before_{k}.copy_(self.tb_weight_live_{k})" for k in c.weights]
+    lines += [f"    self.tb_rebend_{k}()" for k in c.weights]
+    lines += [f"    self.tb_fading_{name} = False"]
+    others = [
+        other
+        for other, o in plan.controls.items()
+        if other != name and o.control.ramp and set(o.weights) & set(c.weights)
+    ]
+    if others:  # another fade of these weights: every fade lands (ControlBoard._settle)
+        lines += [f"    if {' or '.join(f'self.tb_fading_{o}' for o in others)}:"]
+        lines += ["        self.tb_settle()"]
+    lines += [f"    self.tb_weight_after_{k}.copy_(self.tb_weight_live_{k})" for k in c.weights]
+    lines += [f"    self.tb_fading_{name} = True"]
+    lines += [_lerp_line(k, f"float(min(1, {n})) / {n}", "    ") for k in c.weights]
+    return lines
+
+
+def _lerp_line(k: int, weight: str, indent: str) -> str:
+    return (
+        f"{indent}self.tb_weight_live_{k}.copy_(torch.lerp(self.tb_weight_before_{k}, "
+        f"self.tb_weight_after_{k}, {weight}))"
+    )
+
+
+def _ramps_source(plan: ExportPlan) -> list[str]:
+    """``tb_ramp_<control>`` (the call's range into the arguments read along time),
+    ``tb_settle`` and ``tb_advance`` (after each call)."""
+    names = _ramped(plan)
+    if not names:
+        return []
+    lines: list[str] = []
+    for name in names:
+        c = plan.controls[name]
+        n = c.control.ramp
+        lines += [
+            f"def tb_ramp_{name}(self):",
+            f"    value = {_as_float(name, c.control.kind)}",
+            f"    start = self.tb_start_{name}",
+            f"    step = self.tb_step_{name}",
+            "    s = value",
+            "    e = value",
+            f"    if step < {n}:",
+            f"        s = start + (value - start) * step / {n}",
+            f"        e = start + (value - start) * (step + 1) / {n}",
+        ]
+        ramped = [(i, path, a, source) for i, path, a, source in c.writes if a.ramps]
+        for i, path, argument, source in ramped:
+            held = _held(i, path)
+            start, end = argument.expression(source, "s"), argument.expression(source, "e")
+            lines += [
+                f"    {held}._ramps[{argument.name!r}] = (float({start}), float({end}), "
+                f"float({held}.{argument.name}))"
+            ]
+        lines += ["    pass"]
+    faded = [name for name in names if plan.controls[name].weights]
+    lines += ["def tb_settle(self):"]
+    for name in faded:
+        lines += [f"    if self.tb_fading_{name}:", f"        self.tb_fading_{name} = False"]
+        lines += [f"        self.tb_rebend_{k}()" for k in plan.controls[name].weights]
+    lines += ["    pass", "def tb_advance(self):"]
+    for name in names:
+        c = plan.controls[name]
+        n = c.control.ramp
+        lines += [
+            f"    if self.tb_step_{name} < {n}:",
+            f"        self.tb_step_{name} += 1",
+            f"        self.tb_ramp_{name}()",
+        ]
+        if c.weights:
+            lines += [
+                f"        if self.tb_fading_{name}:",
+                f"            if self.tb_step_{name} < {n}:",
+            ]
+            weight = f"float(min(self.tb_step_{name} + 1, {n})) / {n}"
+            lines += [_lerp_line(k, weight, "                ") for k in c.weights]
+            lines += ["            else:", f"                self.tb_fading_{name} = False"]
+            lines += [f"                self.tb_rebend_{k}()" for k in c.weights]
+    lines += ["    pass"]
     return lines
 
 
@@ -211,3 +344,11 @@ def contract_source(methods: Sequence[str], attributes: Sequence[str]) -> str:
         )
         + "\n"
     )
+
+
+def _derive_source(c: PlannedControl) -> list[str]:
+    """In ``set_``, after the control's values are written: ``control_changed()`` of each
+    callback that derives state from an argument the control drives (a mask from ``prob``,
+    draws from ``seed``), once, as the control's push calls it in Python."""
+    held = dict.fromkeys(_held(i, path) for i, path, argument, _ in c.writes if argument.derives)
+    return [f"    {callback}.control_changed()" for callback in held]

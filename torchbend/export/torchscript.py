@@ -47,8 +47,9 @@ def torchscript(
         methods: the methods to export (default: every traced method).
 
     Raises:
-        ExportError: a method is not traced, a callback cannot be scripted (``Lambda``,
-            ``Capture``...), or a control drives a callback whose state it derives again.
+        ExportError: a method is not traced, a callback the file runs cannot be scripted
+            (``Lambda``, ``Capture``... on an activation), or a control drives the seed of a
+            seeded callback that draws outside :meth:`~torchbend.callbacks.seeded.Seeded.draw`.
 
     Example:
         >>> import torch, torchbend as tb

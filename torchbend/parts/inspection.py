@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +37,14 @@ class Inspector:
             )
         return self.weights.current(name)
 
-    def print_weights(self, flt: Patterns, exclude: Patterns, out: str | Path | None) -> Table:
-        return show(weights_table(self.weights, flt, exclude), out)
+    def print_weights(
+        self,
+        flt: Patterns,
+        exclude: Patterns,
+        out: str | Path | None,
+        aliases: Mapping[str, Sequence[str]] | None = None,
+    ) -> Table:
+        return show(weights_table(self.weights, flt, exclude, aliases), out)
 
     def activations(
         self, fn: str, op: Patterns, flt: Patterns, exclude: Patterns

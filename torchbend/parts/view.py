@@ -89,6 +89,11 @@ class BendedView:
     def controllables(self) -> dict[str, BendingParameter]:
         return self._board.controllables()
 
+    def fades(self) -> dict[str, tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]]:
+        """The weight crossfades under way: per control, the weights before and after its
+        change, by name."""
+        return dict(self._board._fades)
+
     @property
     def weights_view(self) -> nn.Module:
         """The module as the bended graphs see it (bent weights in place)."""
