@@ -413,3 +413,13 @@ def test_widgets_refuse_what_no_host_could_draw(build, message):
 
     with pytest.raises(tb.BendingError, match=message):
         build(Widget)
+
+
+def test_print_controls_lists_each_control_with_its_limits_and_widget(bended, tmp_path):
+    std = tb.BendingParameter("std", 0.1, widget=tb.Widget(unit="dB", group="noise"))
+    bended.bend(tb.Noise(std=std, seed=0), "a$")
+    table = bended.print_controls(out=tmp_path / "controls.txt")
+    (row,) = table.rows
+    assert row[0] == "std" and "knob" in row and "dB" in row and "noise" in row
+    assert row[3] == "[0.0, inf]"  # no range of its own: the bound of Noise.std
+    assert "std" in (tmp_path / "controls.txt").read_text()

@@ -409,6 +409,11 @@ class BendedModule(nn.Module):
         """The named controls of the bendings applied, by name."""
         return self._board.controllables()
 
+    def print_controls(self, out: str | Path | None = None) -> Table:
+        """Table of the controls: value, the values each takes (its range and the bounds of
+        the arguments it drives), clamp, ramp and widget (kind, unit, curve, label, group)."""
+        return show(self._board.table(), out)
+
     def update(self, name: str, value: float | int | bool, *, ramp: bool = True) -> None:
         """Set control ``name`` to ``value``; the next call sees it (at once with
         ``ramp=False``, else spread over the control's ramp).

@@ -12,6 +12,7 @@ from torch import nn
 
 from ..controls import BendingParameter, Control, control_of, is_control
 from ..errors import BendingError
+from .args import kept_shape
 from .argument import NO_NEUTRAL, declared
 
 __all__ = ["BendingCallback", "Chain", "static_product"]
@@ -81,6 +82,17 @@ class BendingCallback(nn.Module):
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
         """Allocate the state this callback needs for target ``name`` (nothing by default)."""
+
+    @torch.jit.unused
+    def check_axes(self, name: str, shape: torch.Size, dims: list[int] | None) -> None:
+        """Refuse target ``name`` of ``shape`` if it lacks an axis of ``dims`` (``None``:
+        every axis, which any shape has), with an error naming this callback and the target:
+        what ``register_target`` of a callback with a ``dim=`` argument checks."""
+        if dims is not None:
+            try:
+                kept_shape(list(shape), dims)
+            except BendingError as e:
+                raise BendingError(f"{self!r} cannot bend '{name}': {e}") from None
 
     def static_factor(self, name: str) -> torch.Tensor | None:
         """The tensor ``f`` such that ``bend(x, name)`` is ``x * f`` in the coming call, if

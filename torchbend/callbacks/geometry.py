@@ -9,7 +9,7 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dim, as_dims, call_axis, kept_shape, normalized_dim
+from .args import as_dim, as_dims, call_axis, normalized_dim
 from .argument import Argument
 from .base import BendingCallback
 
@@ -123,10 +123,7 @@ class Flip(BendingCallback):
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
-        try:
-            kept_shape(list(shape), self.dims)
-        except BendingError as e:
-            raise BendingError(f"{self!r} cannot bend '{name}': {e}") from None
+        self.check_axes(name, shape, self.dims)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         if not self.active:

@@ -8,8 +8,7 @@ from collections.abc import Sequence
 import torch
 
 from ..controls import Control
-from ..errors import BendingError
-from .args import as_dims, draw_key, kept_shape
+from .args import as_dims, draw_key
 from .argument import Argument
 from .seeded import Seeded
 
@@ -80,20 +79,11 @@ class Mask(Seeded):
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
-        if self.dims is not None:
-            try:
-                kept_shape(list(shape), self.dims)
-            except BendingError as e:
-                raise BendingError(f"{self!r} cannot bend '{name}': {e}") from None
+        self.check_axes(name, shape, self.dims)
         self.draw(name, list(shape), dtype, device)
 
     def draw(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
-        size = shape
-        dims = self.dims
-        if dims is not None:
-            size = kept_shape(shape, dims)
-        noise = torch.rand(size, generator=self.generator_for(name))
-        self.add_state(draw_key(name), noise.to(device))
+        self.draw_uniform(name, shape, self.dims, device)
         self.derive(name, shape, dtype, device)
 
     def derive(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:

@@ -105,11 +105,7 @@ class Noise(Seeded):
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
-        if self.dims is not None:
-            try:
-                kept_shape(list(shape), self.dims)
-            except BendingError as e:
-                raise BendingError(f"{self!r} cannot bend '{name}': {e}") from None
+        self.check_axes(name, shape, self.dims)
         seed = target_seed(self.seed, name)
         if seed is not None:
             self.weight_seeds[name] = seed

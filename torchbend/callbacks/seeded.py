@@ -11,7 +11,7 @@ from torch import nn
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import mix_seed, name_crc
+from .args import draw_key, kept_shape, mix_seed, name_crc
 from .argument import Argument
 from .base import BendingCallback
 
@@ -115,6 +115,15 @@ class Seeded(BendingCallback):
         if seed is None:
             return drawn is not None
         return drawn is None or drawn != seed
+
+    def draw_uniform(
+        self, name: str, shape: list[int], dims: list[int] | None, device: torch.device
+    ) -> None:
+        """Keep uniform noise in [0, 1) for target ``name`` under ``draw_key(name)``: one value
+        per element of ``shape``, or per slice along ``dims``; from :meth:`generator_for`."""
+        size = shape if dims is None else kept_shape(shape, dims)
+        noise = torch.rand(size, generator=self.generator_for(name))
+        self.add_state(draw_key(name), noise.to(device))
 
     def generator_for(self, name: str) -> torch.Generator | None:
         """The generator target ``name`` draws from: ``seed`` mixed with its name (see

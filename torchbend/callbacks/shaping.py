@@ -18,7 +18,7 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dims, draw_key, kept_shape
+from .args import as_dims, draw_key
 from .argument import Argument
 from .base import BendingCallback
 from .seeded import Seeded
@@ -242,22 +242,14 @@ class Shaped(Seeded):
             )
         if self.window_unit in ("samples", "seconds") and len(shape) == 0:
             raise BendingError(f"{self!r} cannot bend '{name}': it has no time axis (a scalar)")
-        if self.subsetted and self.subset_dims is not None:
-            try:
-                kept_shape(list(shape), self.subset_dims)
-            except BendingError as e:
-                raise BendingError(f"{self!r} cannot bend '{name}': {e}") from None
+        if self.subsetted:
+            self.check_axes(name, shape, self.subset_dims)
         self.draw(name, list(shape), dtype, device)
 
     def draw(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
         if not self.subsetted:
             return
-        size = shape
-        dims = self.subset_dims
-        if dims is not None:
-            size = kept_shape(shape, dims)
-        noise = torch.rand(size, generator=self.generator_for(name))
-        self.add_state(draw_key(name), noise.to(device))
+        self.draw_uniform(name, shape, self.subset_dims, device)
         self.derive(name, shape, dtype, device)
 
     def derive(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
