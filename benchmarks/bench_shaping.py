@@ -1,6 +1,6 @@
 """Cost of the bending options (blend, subset, window, guard) on the shipped model, streamed.
 
-Run: python benchmarks/bench_shaping.py [--quick]
+Run: python benchmarks/bench_shaping.py [--quick] [--write docs/benchmarks.md]
 
 Every activation of the encoder and the decoder is bent by ``Scale(1.5)``; each row applies it
 with other options, by blocks of 2048 samples (the model streaming), one thread. Ratios are
@@ -10,9 +10,10 @@ paired medians against the plain bending measured in the same run.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import torch
-from bench_call import cpu_name, interleaved
+from bench_call import cpu_name, interleaved, write_section
 
 import torchbend as tb
 
@@ -31,6 +32,9 @@ def bended(**options: object) -> tb.BendedModule:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--write", type=Path, help="a Markdown file with a 'bench_shaping' section to rewrite"
+    )
     args = parser.parse_args()
     rounds = 5 if args.quick else 300
     torch.manual_seed(0)
@@ -50,19 +54,22 @@ def main() -> None:
     nodes = len(cases["guard=True (finite, std <= 4x)"].bended_keys())
     with torch.inference_mode():
         med, ratio = interleaved({k: (lambda b=b: b(x)) for k, b in cases.items()}, rounds)
-    print(
-        f"| tiny_rave, {nodes} activations bent, blocks of {BLOCK}, 1 thread, "
-        f"{cpu_name()} | median per block | ratio (paired) |"
-    )
-    print("|---|---|---|")
-    for name, t in med.items():
-        print(f"| {name} | {t * 1e3:.3f} ms | {ratio[name]:.3f}x |")
+    lines = [
+        f"| tiny_rave, {nodes} activations bent, blocks of {BLOCK}, one thread of {cpu_name()}, "
+        f"torch {torch.__version__}, {rounds} rounds | median per block | ratio (paired) |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {name} | {t * 1e3:.3f} ms | {ratio[name]:.3f}x |" for name, t in med.items()]
     block_ms = BLOCK / 44100 * 1e3
     extra = med["guard=True (finite, std <= 4x)"] - med["Scale(1.5), no option"]
-    print(
-        f"\nguard=True on {nodes} activations adds {extra * 1e3:.3f} ms per block, "
-        f"{extra * 1e3 / block_ms:.1%} of a block's {block_ms:.1f} ms at 44.1 kHz"
-    )
+    lines += [
+        "",
+        f"guard=True on {nodes} activations adds {extra * 1e3:.3f} ms per block, "
+        f"{extra * 1e3 / block_ms:.1%} of a block's {block_ms:.1f} ms at 44.1 kHz.",
+    ]
+    print("\n".join(lines))
+    if args.write is not None:
+        write_section(args.write, "bench_shaping", lines)
 
 
 if __name__ == "__main__":
