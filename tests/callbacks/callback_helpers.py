@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch import nn
 
 from torchbend.callbacks import CALLBACKS, BendingCallback, Capture, Chain
 from torchbend.callbacks.argument import NO_NEUTRAL, declared
@@ -183,3 +184,15 @@ NEUTRAL: list[tuple[str, Callable[[], BendingCallback]]] = [
 ]
 """``(name, make)`` for every registered callback that has a neutral setting: built with its
 required arguments and its neutral setting, controls for numbers, it must be the identity."""
+
+
+class ConvNet(nn.Module):
+    """A small model with a ``conv`` activation and an ``out.weight``, to bend end to end."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(1, 4, 3, padding=1)
+        self.out = nn.Conv1d(4, 1, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(torch.tanh(self.conv(x)))

@@ -5,8 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from callback_helpers import ACT, CPU, WEIGHT, bits, signed_randn
-from torch import nn
+from callback_helpers import ACT, CPU, WEIGHT, ConvNet, bits, signed_randn
 
 import torchbend as tb
 from torchbend.callbacks import Filter
@@ -273,19 +272,9 @@ def test_targets_without_time_are_refused():
     assert "conv.bias" not in cb._targets
 
 
-class Net(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = nn.Conv1d(1, 4, 3, padding=1)
-        self.out = nn.Conv1d(4, 1, 3, padding=1)
-
-    def forward(self, x):
-        return self.out(torch.tanh(self.conv(x)))
-
-
 def test_a_bended_model_exports_a_live_cutoff():
     torch.manual_seed(0)
-    bended = tb.BendedModule(Net())
+    bended = tb.BendedModule(ConvNet())
     bended.trace(x=torch.randn(1, 1, 64))
     cutoff = BendingParameter("cutoff", 0.1, range=(0.01, 0.5))
     bended.bend(Filter("lowpass", cutoff=cutoff, resonance=2.0), "tanh$")

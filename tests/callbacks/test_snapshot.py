@@ -5,8 +5,7 @@ import pickle
 
 import pytest
 import torch
-from callback_helpers import ACT, CPU, WEIGHT, bits, signed_randn
-from torch import nn
+from callback_helpers import ACT, CPU, WEIGHT, ConvNet, bits, signed_randn
 
 import torchbend as tb
 from torchbend.callbacks import Snapshot
@@ -205,19 +204,9 @@ def test_bad_arguments_and_shapes_are_refused():
         empty(torch.ones(2, 3), ACT)
 
 
-class Net(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = nn.Conv1d(1, 4, 3, padding=1)
-        self.out = nn.Conv1d(4, 1, 3, padding=1)
-
-    def forward(self, x):
-        return self.out(torch.tanh(self.conv(x)))
-
-
 def test_a_bended_model_freezes_on_a_snapshot_and_exports_it():
     torch.manual_seed(0)
-    net = Net()
+    net = ConvNet()
     bended = tb.BendedModule(net)
     a, b = torch.randn(1, 1, 16), torch.randn(1, 1, 16)
     bended.trace(x=a)

@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 import torch
+from export_models import Blowing
 from torch import nn
 
 import torchbend as tb
@@ -288,19 +289,6 @@ def test_extra_arguments_with_defaults_keep_them(tmp_path):
     x = torch.randn(1, 1, 64)
     with torch.no_grad():
         assert torch.equal(torch.jit.load(str(tmp_path / "x.ts"))(x), bended(x))
-
-
-class Blowing(nn.Module):
-    """Audio to audio, [B, 1, T] -> [B, 1, T], without state."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = nn.Conv1d(1, 4, 3, padding=1)
-        self.act = nn.Tanh()
-        self.out = nn.Conv1d(4, 1, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.out(self.act(self.conv(x)))
 
 
 def test_safety_keeps_a_blown_up_export_within_full_scale_as_python_does(tmp_path):

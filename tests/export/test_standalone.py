@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 import torch
+from export_models import Blowing
 from torch import nn
 
 import torchbend as tb
@@ -169,19 +170,6 @@ def widgets() -> Case:
     bended.bend(tb.Invert(active=on), "_2$")
     updates = [{}, {"gain": 2.5}, {"steps": 2}, {"on": False}, {"gain": 0.5, "steps": 0}]
     return Case(bended, updates, metadata=True)
-
-
-class Blowing(nn.Module):
-    """Audio to audio, [B, 1, T] -> [B, 1, T], without state."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = nn.Conv1d(1, 4, 3, padding=1)
-        self.act = nn.Tanh()
-        self.out = nn.Conv1d(4, 1, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.out(self.act(self.conv(x)))
 
 
 def safety() -> Case:
