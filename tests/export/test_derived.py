@@ -71,7 +71,7 @@ CASES: dict[tuple[str, str], Bend] = {
     ("Randomize", "fraction"): bend_with(lambda c: tb.Randomize(c, std=1.0, seed=2)),
     ("Randomize", "seed"): bend_with(lambda c: tb.Randomize(0.5, std=1.0, seed=c)),
     ("Unphase", "seed"): bend_with(lambda c: tb.Unphase(0.5, seed=c)),
-    ("Shaped", "fraction"): lambda bended, c, target: bended.bend(
+    ("Shaped", "subset"): lambda bended, c, target: bended.bend(
         tb.Scale(2.0), target, subset=tb.Subset(c, dim=-2, seed=1)
     ),
     ("Shaped", "seed"): lambda bended, c, target: bended.bend(

@@ -177,7 +177,7 @@ class Shaped(Seeded):
     _state_names: dict[str, str]  # empty without a subset: TorchScript needs its type
 
     blend = Argument(float, low=0.0, high=1.0, neutral=0.0, meaning="a dry/wet mix", ramps=True)
-    fraction = Argument(
+    subset = Argument(
         float, low=0.0, high=1.0, meaning="the fraction of the target bent", derives=True
     )
 
@@ -197,7 +197,7 @@ class Shaped(Seeded):
         self.blend = blend
         self._subset, self._window, self._guard = subset, window, guard
         self.subsetted = subset is not None
-        self.fraction = 1.0 if subset is None else subset.fraction
+        self.subset = 1.0 if subset is None else subset.fraction
         self.subset_dims = None if subset is None else as_dims("Subset", subset.dim)
         self.window_unit = "" if window is None else window.unit
         self.window_start = 0.0 if window is None else float(window.start)
@@ -255,7 +255,7 @@ class Shaped(Seeded):
     def derive(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
         if self.subsetted:
             noise = self.state(draw_key(name))
-            self.add_state(name, (noise < self.fraction).to(dtype))
+            self.add_state(name, (noise < self.subset).to(dtype))
 
     def place(self, name: str, rate: float | None) -> None:
         """Give target ``name`` its sample rate (what ``BendedModule.bend`` does for a window
@@ -494,4 +494,7 @@ def shaping(
     blend, subset, window = given.get("blend"), given.get("subset"), given.get("window")
     if blend is None and subset is None and window is None and guard is None:
         return callback
-    return Shaped(callback, 1.0 if blend is None else blend, subset, window, guard)
+    try:
+        return Shaped(callback, 1.0 if blend is None else blend, subset, window, guard)
+    except BendingError as e:  # named as bend() takes them, not by the class applying them
+        raise BendingError(f"bend(): {str(e).removeprefix('Shaped: ')}") from None
