@@ -224,17 +224,16 @@ class BendedModule(nn.Module):
             check_callback(callback, patterns, self.weight_names)
             given = options(blend, subset, window, guard)
             fns = fn if fn is None or isinstance(fn, str) else tuple(fn)
-            selection = self._select(patterns, fns)
             expanded = self._aliases.expand(patterns)
+            selection = self._select(expanded, fns)
+            applied: BendingCallback = callback
             if isinstance(callback, Rewire):
                 if given:
                     raise BendingError(f"Rewire takes no {', '.join(given)}: its amount is the mix")
-                sources = rewire_sources(callback, selection, self._methods.entries())
-                expanded += sources
-                selection = self._select([*patterns, *sources], fns)
-            applied = (
-                callback if isinstance(callback, Rewire) else shaping(callback, given, self._guard)
-            )
+                expanded += rewire_sources(callback, selection, self._methods.entries())
+                selection = self._select(expanded, fns)
+            else:
+                applied = shaping(callback, given, self._guard)
             self._board.check(applied)
             originals = {w: self._weights.original(w) for w in selection.weights}
             bending = self._bendings.add(
@@ -266,14 +265,15 @@ class BendedModule(nn.Module):
 
     def select(self, *patterns: str, fn: Patterns = None) -> list[str]:
         """The keys ``bend`` would bend for ``patterns``, without bending anything."""
-        return self._select(patterns, fn if fn is None or isinstance(fn, str) else tuple(fn)).keys()
+        fns = fn if fn is None or isinstance(fn, str) else tuple(fn)
+        return self._select(self._aliases.expand(patterns), fns).keys()
 
     def _select(self, patterns: Sequence[str], fns: str | tuple[str, ...] | None) -> Selection:
+        """The targets of ``patterns``, their aliases replaced already."""
         owner = type(self.module).__name__
         bendable = self._methods.bendable()
-        expanded = self._aliases.expand(patterns)
         try:
-            return select(expanded, self._weights.names(), bendable, fns, owner=owner)
+            return select(patterns, self._weights.names(), bendable, fns, owner=owner)
         except SelectionError as e:
             raise SelectionError(f"{e}{self._methods.why_not_bendable(patterns)}") from None
 

@@ -6,7 +6,7 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dims, kept_shape, mix_seed, target_generator, target_seed
+from .args import as_dims, kept_shape
 from .argument import Argument
 from .seeded import Seeded
 
@@ -63,10 +63,6 @@ class Noise(Seeded):
     dims: list[int] | None
     """The axes the noise varies along (``None``: every axis)."""
 
-    weight_seeds: dict[str, int]
-    """The seed of each bent weight's noise: ``seed`` mixed with the weight's name (computed
-    in Python, so that scripted weights draw the same noise as here)."""
-
     std = Argument(float, low=0.0, neutral=0.0, meaning="a standard deviation", ramps=True)
 
     def __init__(
@@ -85,51 +81,29 @@ class Noise(Seeded):
         self.op = op
         self.dim = dim
         self.dims = as_dims(type(self).__name__, dim)
-        self.weight_seeds = {}
         self.redraw()
 
     def redraw(self) -> None:
-        # The activations' noise comes from one generator, started again from a new seed;
-        # a weight's noise is drawn when it is bent, from the seed and its name. Scriptable:
-        # ``seed`` is an int or None when scripted, never both, and TorchScript compiles the
-        # one branch its type takes (``generator`` has the same type).
+        # The activations' noise comes from one generator, started again from a new seed; a
+        # weight's noise is drawn when it is bent, from the seed and its name
+        # (Seeded.generator_for). Scriptable: ``seed`` is an int or None when scripted, never
+        # both, and TorchScript compiles the one branch its type takes.
         seed = self.seed
-        self.weight_seeds.clear()
         if seed is None:
             self.generator = None
             return
         self.generator = torch.Generator().manual_seed(seed)
-        for name, crc in self.drawn.crcs.items():
-            self.weight_seeds[name] = mix_seed(seed, crc)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
         self.check_axes(name, shape, self.dims)
-        seed = target_seed(self.seed, name)
-        if seed is not None:
-            self.weight_seeds[name] = seed
-
-    def unregister(self, name: str) -> None:
-        super().unregister(name)
-        self.weight_seeds.pop(name, None)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
         return self._add_noise(x, self.generator, self.along("std", x))
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
-        generator: torch.Generator | None = None
-        if name in self.weight_seeds:
-            generator = torch.Generator().manual_seed(self.weight_seeds[name])
-        elif self.seed is not None and not torch.jit.is_scripting():
-            generator = self._generator_of(name)  # a weight never registered (called alone)
-        return self._add_noise(weight, generator, self.std)
-
-    @torch.jit.unused
-    def _generator_of(self, name: str) -> torch.Generator:
-        generator = target_generator(self.seed, name)
-        assert generator is not None
-        return generator
+        return self._add_noise(weight, self.generator_for(name), self.std)
 
     def _add_noise(
         self,

@@ -416,17 +416,13 @@ class Shaped(Seeded):
         }
 
     def settings(self) -> dict[str, Any]:
-        """The settings it applies with, as ``bend`` takes them (the model's guard too)."""
-        options: dict[str, Any] = {}
-        blend = self._controlled.get("blend", self.blend)
-        if blend is not self.blend or self.blend != 1.0:
-            options["blend"] = blend
-        for key, value in (("subset", self._subset), ("window", self._window)):
-            if value is not None:
-                options[key] = value
-        if self._guard is not None:
-            options["guard"] = self._guard
-        return options
+        """The settings it applies with, as ``bend`` takes them (the model's guard too):
+        :meth:`arguments` but the callback, those left out, and a plain ``blend`` of 1."""
+        settings = {k: v for k, v in self.arguments().items() if v is not None}
+        del settings["callback"]
+        if "blend" not in self._controlled and settings["blend"] == 1.0:
+            del settings["blend"]
+        return settings
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={_shown(v)}" for k, v in self.settings().items())

@@ -96,15 +96,16 @@ def rewire_sources(
         targets = selection.activations.get(method.key)
         if not targets:
             continue
-        order = {n.name: i for i, n in enumerate(entry.nodes(tensors_only=True))}
+        nodes = entry.nodes(tensors_only=True)
+        order = {n.name: i for i, n in enumerate(nodes)}
         if rewire.source not in order:
             raise SelectionError(
                 f"{rewire!r}: {method.key} has no activation {rewire.source!r}"
                 + did_you_mean(rewire.source, list(order), 3)
             )
-        nodes = {n.name: n for n in entry.nodes(tensors_only=True)}
-        rank = len(record_of(nodes[rewire.source]).shape)
-        other = [t for t in targets if t in nodes and len(record_of(nodes[t]).shape) != rank]
+        ranks = {n.name: len(record_of(n).shape) for n in nodes}
+        rank = ranks[rewire.source]
+        other = [t for t in targets if t in ranks and ranks[t] != rank]
         if other:
             raise SelectionError(
                 f"{rewire!r} cannot feed {other[:3]} of {method.key}: their ranks differ from "
@@ -344,14 +345,12 @@ class BendingSet:
         return value
 
     def generators(self) -> list[Replayable]:
-        found: dict[int, Replayable] = {
-            id(v): v
-            for cb in self.callbacks.modules()
-            for v in vars(cb).values()
-            if isinstance(v, torch.Generator)
-        }
-        counters = [cb.counters() for cb in self.callbacks.modules() if isinstance(cb, Shaped)]
-        return [*found.values(), *counters]
+        found: dict[int, Replayable] = {}
+        for cb in self.callbacks.modules():
+            found.update((id(v), v) for v in vars(cb).values() if isinstance(v, torch.Generator))
+            if isinstance(cb, Shaped):
+                found[id(cb.steps)] = cb.counters()
+        return list(found.values())
 
     def build(self, method: Method, entry: Entry) -> None:
         slots: dict[str, list[BendingCallback]] = {}

@@ -13,7 +13,7 @@ import inspect
 import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 import torch.fx
@@ -52,6 +52,9 @@ def signature_of(fn: Callable[..., Any]) -> inspect.Signature:
             for a in schema.arguments[1:]  # the first is self
         ]
     )
+
+
+_Traced = TypeVar("_Traced")
 
 
 def _unbent(node: torch.fx.Node, value: Any) -> Any:
@@ -257,22 +260,36 @@ class MethodTable:
         kept: for unbent activations of inputs whose decisions a bending changes (a bent
         weight that flips a test on values takes the other branch in every kept graph)."""
         backend = self.backend
-        failures = []
-        for each in backend.backends if isinstance(backend, AutoBackend) else (backend,):
-            state = RandomState(self.hooks.generators())
-            try:
-                with state.replayed():
-                    result = each.trace(self.module, method.name, inputs, _unbent)
-            except Exception as e:
-                failures.append(f"{each.name} backend: {type(e).__name__}: {e}")
-                continue
+        backends = backend.backends if isinstance(backend, AutoBackend) else (backend,)
+
+        def trace(each: TracingBackend) -> Entry:
+            with RandomState(self.hooks.generators()).replayed():
+                result = each.trace(self.module, method.name, inputs, _unbent)
             entry = Entry(result, self.module.training, method.signature.names)
             entry.backend = each.name
             return entry
-        raise TracingError(
-            f"{self.owner}.{method.name}: could not trace it unbent on these inputs.\n- "
-            + "\n- ".join(failures)
-        )
+
+        return self._first_that_traces(method, backends, trace, "could not trace it unbent")
+
+    def _first_that_traces(
+        self,
+        method: Method,
+        backends: Sequence[TracingBackend],
+        trace: Callable[[TracingBackend], _Traced],
+        failed: str,
+    ) -> _Traced:
+        """``trace(backend)`` of the first of ``backends`` that traces ``method``, or a
+        :class:`TracingError` (``failed``) listing what each said; a :class:`GuardError`
+        (a strict table's refusal) passes through."""
+        failures = []
+        for each in backends:
+            try:
+                return trace(each)
+            except GuardError:
+                raise
+            except Exception as e:
+                failures.append(f"{each.name} backend: {type(e).__name__}: {e}")
+        raise TracingError(f"{self.owner}.{method.name}: {failed}.\n- " + "\n- ".join(failures))
 
     def lookup(self, method: Method, inputs: dict[str, Any]) -> Entry | None:
         training = self.module.training
@@ -292,17 +309,11 @@ class MethodTable:
         try:
             if not isinstance(backend, AutoBackend):
                 return self._trace_with(backend, method, inputs, keep)
-            backends, failures = backend.backends, []
-            for each in backends:
-                try:
-                    return self._trace_with(each, method, inputs, keep)
-                except GuardError:
-                    raise
-                except Exception as e:
-                    failures.append(f"{each.name} backend: {type(e).__name__}: {e}")
-            raise TracingError(
-                f"{self.owner}.{method.name}: no tracing backend could trace it.\n- "
-                + "\n- ".join(failures)
+            return self._first_that_traces(
+                method,
+                backend.backends,
+                lambda each: self._trace_with(each, method, inputs, keep),
+                "no tracing backend could trace it",
             )
         except GuardError:
             raise
