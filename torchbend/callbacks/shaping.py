@@ -258,17 +258,16 @@ class Shaped(Seeded):
             self.add_state(name, (noise < self.subset).to(dtype))
 
     def place(self, name: str, rate: float | None) -> None:
-        """Give target ``name`` its sample rate (what ``BendedModule.bend`` does for a window
-        in seconds: ``rate`` is ``None`` where it cannot tell)."""
-        if self.window_unit == "seconds":
-            if rate is None:
-                raise BendingError(
-                    f"{self!r} cannot bend '{name}': a window in seconds needs the model's "
-                    "sample rate and the activation's time axis; set bended.sample_rate, or "
-                    "give the window in samples"
-                )
-            self.rates[name] = float(rate)
-            self.envelopes.pop(name, None)
+        """Give target ``name`` its sample rate, for a window in seconds (what
+        ``BendedModule.bend`` does: ``rate`` is ``None`` where it cannot tell)."""
+        if rate is None:
+            raise BendingError(
+                f"{self!r} cannot bend '{name}': a window in seconds needs the model's "
+                "sample rate and the activation's time axis; set bended.sample_rate, or "
+                "give the window in samples"
+            )
+        self.rates[name] = float(rate)
+        self.envelopes.pop(name, None)
 
     def rewind(self) -> None:
         """Count calls (or samples along a stream) from 0 again (a new diffusion loop, a new

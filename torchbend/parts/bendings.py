@@ -326,9 +326,10 @@ class BendingSet:
             if bending.applies(method.key, node.name):
                 record = record_of(node)
                 meta = (record.shape, record.dtype, record.device)
-                if isinstance(bending.callback, Shaped):
+                shaped = bending.callback
+                if isinstance(shaped, Shaped) and shaped.window_unit == "seconds":
                     rate = time_rate(entry, node, self.sample_rate())
-                    bending.callback.place(f"{method.key}:{node.name}", rate)
+                    shaped.place(f"{method.key}:{node.name}", rate)
                 self._register(bending, method.key, node.name, meta)
 
     def attach(self, method: Method, entry: Entry) -> None:
