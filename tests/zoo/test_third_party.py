@@ -130,3 +130,35 @@ def test_bendings_folded_into_layers_compute_what_their_slots_compute(model: Zoo
     with torch.no_grad():  # the folds, where they hold
         folded = _seeded(bended, model.method, inputs)
     assert same(folded, slots), f"{model.name}: folded bendings differ from their slots"
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.name for m in MODELS])
+def test_bending_options_and_aliases_on_third_party_models(model: ZooModel, tmp_path):
+    """blend, subset and guard on an alias of a middle activation: blend=0 is the model itself
+    bit for bit, the options reload from a saved config, and the model's weights never move."""
+    if not model.available:
+        pytest.skip(f"{model.library} is not installed (pip install -e '.[dev]')")
+    module, inputs = model.build()
+    weights = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    torch.manual_seed(0)
+    eager = getattr(module, model.method)(**inputs)
+    bended = tb.BendedModule(module, backend="auto")
+    bended.trace(model.method, **inputs)
+    plain = _seeded(bended, model.method, inputs)
+    name = model.bend or _middle_activation(bended, model, inputs, eager)
+    bended.mark("mid", f"{bended.view().key(model.method)}:{name}")
+
+    bended.bend(tb.Scale(0.0), "#mid", blend=0.0)
+    assert identical(_seeded(bended, model.method, inputs), plain), "blend=0 is not the identity"
+    bended.reset()
+    bended.bend(tb.Noise(std=0.5, seed=0), "#mid", blend=0.5, subset=0.5, guard=True)
+    bent = _seeded(bended, model.method, inputs)
+    assert not identical(bent, plain)
+    path = tmp_path / "options.json"
+    bended.bending_config().save(path)
+    bended.reset()
+    assert identical(_seeded(bended, model.method, inputs), plain), "reset() is not bit-exact"
+    bended.bend(tb.BendingConfig.load(path))
+    assert identical(_seeded(bended, model.method, inputs), bent), "options do not reload"
+    for key, value in module.state_dict().items():
+        assert torch.equal(value, weights[key]), f"{model.name}: bending changed {key}"
