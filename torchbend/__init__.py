@@ -1,6 +1,6 @@
 """torchbend: trace, inspect and bend the weights and activations of PyTorch modules."""
 
-from . import audio, export, models
+from . import audio, export, models, sweep
 from .bended import ActivationInfo, BendedModule, Bending
 from .callbacks import (
     Ablate,
@@ -122,4 +122,5 @@ __all__ = [
     "export",
     "load_callbacks",
     "models",
+    "sweep",
 ]

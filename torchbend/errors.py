@@ -11,6 +11,7 @@ __all__ = [
     "ExportError",
     "GuardError",
     "SelectionError",
+    "SweepError",
     "TorchbendError",
     "TracingError",
     "WeightsError",
@@ -52,6 +53,10 @@ class AudioError(TorchbendError):
 
 class WeightsError(TorchbendError):
     """A model's weights could not be found, read or matched to its parameters."""
+
+
+class SweepError(TorchbendError):
+    """A sweep's specification, output folder or manifest is not what a sweep can use."""
 
 
 def closest(word: str, candidates: Iterable[str], n: int = 3) -> list[str]:

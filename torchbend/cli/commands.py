@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 
+from ..audio.render import STREAM_BLOCK, padded, ratio_of, render, streams, trace_audio
 from ..bended import BendedModule
 from ..config import BendingConfig
 from ..errors import TorchbendError
@@ -28,27 +27,9 @@ __all__ = [
     "cmd_models",
 ]
 
-STREAM_BLOCK = 8192
-"""Block size of ``bend`` for a model that streams, unless ``--block-size`` says another."""
-
 
 def _bended(args: argparse.Namespace) -> BendedModule:
     return BendedModule(load_model(args.model, getattr(args, "checkpoint", None)))
-
-
-def _ratio(module: nn.Module) -> int:
-    ratio = getattr(module, "ratio", 1)
-    return ratio if isinstance(ratio, int) and ratio > 0 else 1
-
-
-def _streams(module: nn.Module) -> bool:
-    """Put ``module`` in streaming mode if it has one; whether it keeps state between blocks
-    (a TorchScript file is taken to, as nn~ runs it)."""
-    set_streaming = getattr(module, "set_streaming", None)
-    if callable(set_streaming):
-        set_streaming(True)
-        return True
-    return isinstance(module, torch.jit.ScriptModule)
 
 
 def _apply_bendings(bended: BendedModule, args: argparse.Namespace) -> list[str]:
@@ -72,105 +53,24 @@ def _apply_bendings(bended: BendedModule, args: argparse.Namespace) -> list[str]
     return keys
 
 
-def _padded(audio: torch.Tensor, ratio: int) -> torch.Tensor:
-    """``[channels, time]`` audio as a batch of one, padded with zeros to a multiple of
-    ``ratio`` samples."""
-    return F.pad(audio, (0, -audio.shape[-1] % ratio))[None]
-
-
 def _example(args: argparse.Namespace, bended: BendedModule) -> torch.Tensor:
     if getattr(args, "audio", None):
         from ..audio import load
 
         sample_rate = getattr(bended.module, "sample_rate", None)
         audio, _ = load(args.audio, sample_rate=sample_rate, mono=True)
-        return _padded(audio, _ratio(bended.module))
+        return padded(audio, ratio_of(bended.module))
     return torch.randn(*args.input, generator=torch.Generator().manual_seed(0))
-
-
-def _trace(bended: BendedModule, fn: str, x: torch.Tensor) -> None:
-    """Trace ``fn`` with ``x`` as its first argument (whatever the argument's name); the
-    model's own error, if it refuses ``x``, as a :class:`TorchbendError` that says why."""
-    names = bended.view().signature(fn).names
-    if not names:
-        raise TorchbendError(f"{fn} takes no argument to feed audio to")
-    inputs: dict[str, Any] = {names[0]: x}
-    try:
-        bended.trace(fn, **inputs)
-    except Exception as e:  # the model's own code refused the input, or the tracer did
-        owner, ratio, length = type(bended.module).__name__, _ratio(bended.module), x.shape[-1]
-        if length % ratio:
-            below, above = length // ratio * ratio, (length // ratio + 1) * ratio
-            raise TorchbendError(
-                f"{owner}.{fn} takes a length that is a multiple of its ratio {ratio}, got "
-                f"an input of shape {list(x.shape)}; give {below or above} or {above}"
-            ) from e
-        if isinstance(e, TorchbendError):
-            raise
-        raise TorchbendError(
-            f"{owner}.{fn} failed on an input of shape {list(x.shape)}: {type(e).__name__}: {e}"
-        ) from e
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     model = _bended(args)
     x = _example(args, model)
     model.print_weights()
-    _trace(model, args.fn, x)
+    trace_audio(model, args.fn, x)
     print()
     model.print_activations(args.fn)
     return 0
-
-
-def render(
-    bended: BendedModule,
-    audio: torch.Tensor,
-    sample_rate: int,
-    fn: str,
-    block_size: int | None,
-    progress: Any = None,
-    safety: bool = False,
-) -> tuple[torch.Tensor, str]:
-    """``audio`` (``[channels, time]``) through traced method ``fn`` of ``bended``, and how:
-    block by block as :class:`~torchbend.audio.stream.Stream` runs it, from a clean state, or
-    with ``block_size=None`` in one pass over the whole file. Any length in, the same length
-    out. With ``safety``, the output goes through :class:`~torchbend.audio.Safety` (block by
-    block with the model, or in one pass after it: the same, to float rounding)."""
-    from ..audio.stream import Stream
-    from ..safety import Safety
-
-    ratio = _ratio(bended.module)
-    if block_size is None:
-        x = _padded(audio, ratio)
-        with torch.inference_mode():
-            out = bended.call(fn, x)
-        if not isinstance(out, torch.Tensor) or out.dim() != 3 or out.shape[-1] != x.shape[-1]:
-            shape = list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-            raise TorchbendError(
-                f"{fn} gave {shape} for audio of shape {list(x.shape)}: `torchbend bend` "
-                "takes methods from audio to audio of the same length"
-            )
-        if not safety:
-            return out[0, :, : audio.shape[-1]], "in one pass"
-        stage = Safety(sample_rate)
-        with torch.inference_mode():
-            out = stage(out)
-        return out[0, :, : audio.shape[-1]], f"in one pass; {stage.stats}"
-    stream = Stream(
-        bended,
-        method=fn,
-        block_size=block_size,
-        ratio=ratio,
-        sample_rate=sample_rate,
-        safety=safety,
-    )
-    stream.reset()  # the state the trace left behind
-    with torch.inference_mode():
-        out = stream.process(audio, before_block=progress)
-    how = f"by blocks of {block_size}, {stream.stats.realtime_factor:.0f}x realtime"
-    if stream.stats.safety is not None:
-        how += f"; {stream.stats.safety}"
-    return out, how
 
 
 def cmd_bend(args: argparse.Namespace) -> int:
@@ -184,10 +84,10 @@ def cmd_bend(args: argparse.Namespace) -> int:
     # A model that streams runs by blocks with its state carried over; any other in one pass
     # (or by the blocks asked for).
     block = args.block_size
-    if block is None and _streams(model.module):
+    if block is None and streams(model.module):
         block = STREAM_BLOCK
-    x = torch.zeros(1, 1, block) if block is not None else _padded(audio, _ratio(model.module))
-    _trace(model, args.fn, x)
+    x = torch.zeros(1, 1, block) if block is not None else padded(audio, ratio_of(model.module))
+    trace_audio(model, args.fn, x)
     keys = _apply_bendings(model, args)
     print(f"bent {len(keys)} target(s): {keys}", file=sys.stderr)
 
@@ -215,7 +115,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             "file: bend a TorchScript file with `torchbend bend`, or from Python"
         )
     x = _example(args, model)
-    _trace(model, args.fn, x)
+    trace_audio(model, args.fn, x)
     keys = _apply_bendings(model, args)
     print(f"bent {len(keys)} target(s)", file=sys.stderr)
     inputs: dict[str, Any] = {model.view().signature(args.fn).names[0]: x}
@@ -246,8 +146,8 @@ def cmd_live(args: argparse.Namespace) -> int:
 
     sd = import_sounddevice()
     model = _bended(args)
-    _streams(model.module)
-    _trace(model, args.fn, torch.zeros(1, 1, args.block_size))
+    streams(model.module)
+    trace_audio(model, args.fn, torch.zeros(1, 1, args.block_size))
     keys = _apply_bendings(model, args)
     devices = {
         kind: sd.query_devices(device, kind=kind)["name"]

@@ -19,6 +19,7 @@ from .commands import (
     cmd_models,
 )
 from .resolve import MODEL_FORMS, parse_shape
+from .sweep import ENGINES, cmd_sweep_best, cmd_sweep_map, cmd_sweep_plan, cmd_sweep_run
 
 __all__ = ["build_parser", "main"]
 
@@ -37,6 +38,23 @@ def _version() -> str:
     from .. import __version__
 
     return f"torchbend {__version__}"
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _count(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 1 or more, got {text!r}")
+    return value
 
 
 def _device(text: str) -> int | str:
@@ -182,6 +200,55 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("models", "list the shipped models")
     p.set_defaults(run=cmd_models)
+
+    p = command("sweep", "render many bendings over sounds, measure and map them (docs/sweeps.md)")
+    steps = p.add_subparsers(dest="step", required=True, parser_class=Parser)
+
+    def step(name: str, summary: str) -> argparse.ArgumentParser:
+        return steps.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        )
+
+    q = step("plan", "say how many renders a sweep makes, and about how long and how much disk")
+    q.add_argument("spec", help="the sweep specification (JSON or YAML)")
+    q.add_argument("--workers", type=_positive, help="workers to estimate for (one per core)")
+    q.add_argument(
+        "--no-probe", action="store_true", help="do not time a render to estimate the time"
+    )
+    q.set_defaults(run=cmd_sweep_plan)
+
+    q = step("run", "render a sweep into a folder (again: renders only what is missing)")
+    q.add_argument("spec", help="the sweep specification (JSON or YAML)")
+    q.add_argument("--out", required=True, help="the sweep's folder")
+    q.add_argument("--engine", choices=ENGINES, default="local", help="where renders run")
+    q.add_argument(
+        "--workers",
+        type=_count,
+        help="worker processes (local: one per core; 0 renders in this process) or Ray actors "
+        "(ray: one per CPU of the cluster)",
+    )
+    q.add_argument("--address", help="a running Ray cluster's address (ray; else a local one)")
+    q.add_argument("--quiet", action="store_true", help="no progress bar")
+    q.set_defaults(run=cmd_sweep_run)
+
+    q = step("map", "write atlas.png and atlas.html: the renders on a 2-D map (PCA)")
+    q.add_argument("dir", help="the sweep's folder")
+    q.add_argument("--no-png", action="store_true", help="write only the HTML page")
+    q.add_argument("--no-html", action="store_true", help="write only the PNG")
+    q.set_defaults(run=cmd_sweep_map)
+
+    q = step("best", "list (or copy) the renders that rank highest on a measure")
+    q.add_argument("dir", help="the sweep's folder")
+    q.add_argument("--by", default="distance", help="the measure to rank by")
+    q.add_argument("--top", type=_positive, default=20, help="how many")
+    q.add_argument("--lowest", action="store_true", help="the lowest values instead")
+    q.add_argument("--broken", action="store_true", help="include broken and failed renders")
+    q.add_argument("--copy", metavar="FOLDER", help="copy their audio there, in rank order")
+    q.add_argument("--json", action="store_true", help="print the rows as JSON Lines")
+    q.set_defaults(run=cmd_sweep_best)
     return parser
 
 
@@ -192,7 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except (TorchbendError, ImportError) as e:
         message = " ".join(str(e).split())
-        print(f"torchbend {args.command}: error: {message}", file=sys.stderr)
+        command = " ".join(filter(None, [args.command, getattr(args, "step", None)]))
+        print(f"torchbend {command}: error: {message}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:
         return 130

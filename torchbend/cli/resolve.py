@@ -4,93 +4,13 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib
 from pathlib import Path
-
-import torch
-from torch import nn
 
 from ..callbacks.base import BendingCallback
 from ..errors import TorchbendError
+from ..models.resolve import MODEL_FORMS, load_model
 
 __all__ = ["MODEL_FORMS", "load_model", "output_path", "parse_bend", "parse_shape"]
-
-MODEL_FORMS = (
-    "a shipped model name (see `torchbend models`), a TorchScript file (.ts/.pt/.jit), a "
-    "Python reference module:factory, or module:factory with --checkpoint FILE"
-)
-
-
-def load_model(spec: str, checkpoint: str | None = None) -> nn.Module:
-    """Resolve MODEL as the command line gives it (see ``MODEL_FORMS``)."""
-    path = Path(spec)
-    if path.suffix in (".ts", ".pt", ".jit"):
-        if not path.is_file():
-            raise TorchbendError(f"no file {spec!r}; MODEL is {MODEL_FORMS}")
-        try:
-            return torch.jit.load(str(path))
-        except Exception as e:  # torch raises RuntimeError, ValueError... for a bad file
-            raise TorchbendError(f"{spec} is not a TorchScript file torch can load ({e})") from e
-    if ":" in spec:
-        return _from_factory(spec, checkpoint)
-    if checkpoint is not None:
-        raise TorchbendError(f"--checkpoint needs MODEL as module:factory, got {spec!r}")
-    from .. import models
-
-    try:
-        return models.load(spec)
-    except TorchbendError as e:
-        raise TorchbendError(f"{e}; MODEL is {MODEL_FORMS}") from None
-
-
-def _from_factory(spec: str, checkpoint: str | None) -> nn.Module:
-    module_name, _, attr = spec.partition(":")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError, ValueError) as e:
-        raise TorchbendError(f"cannot import {spec!r} ({e}); MODEL is {MODEL_FORMS}") from None
-    if isinstance(factory, nn.Module):
-        model = factory
-    elif callable(factory):
-        try:
-            model = factory()
-        except Exception as e:  # the user's own code: whatever it raises is its message
-            raise TorchbendError(
-                f"{spec}() failed: {type(e).__name__}: {e}. MODEL module:factory names a "
-                "function or class that builds the model without arguments"
-            ) from e
-    else:
-        raise TorchbendError(f"{spec} is a {type(factory).__name__}, not a model or a factory")
-    if not isinstance(model, nn.Module):
-        raise TorchbendError(f"{spec} gave a {type(model).__name__}, not an nn.Module")
-    if checkpoint is not None:
-        _load_checkpoint(model, checkpoint)
-    return model.eval()
-
-
-def _load_checkpoint(model: nn.Module, checkpoint: str) -> None:
-    if not Path(checkpoint).is_file():
-        raise TorchbendError(f"--checkpoint: no file {checkpoint!r}")
-    try:
-        state = torch.load(checkpoint, map_location="cpu", weights_only=True)
-    except Exception as e:  # unpickling errors come in many types
-        raise TorchbendError(
-            f"--checkpoint {checkpoint!r} is not a PyTorch checkpoint torch.load can read "
-            f"with weights_only=True ({type(e).__name__}: {str(e).splitlines()[0]})"
-        ) from e
-    if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
-        state = state["state_dict"]
-    if not isinstance(state, dict):
-        raise TorchbendError(
-            f"--checkpoint {checkpoint!r} holds a {type(state).__name__}, not a state dict"
-        )
-    try:
-        model.load_state_dict(state)
-    except RuntimeError as e:
-        raise TorchbendError(
-            f"--checkpoint {checkpoint!r} does not fit {type(model).__name__}: "
-            + " ".join(str(e).split())
-        ) from e
 
 
 def parse_bend(spec: str) -> tuple[BendingCallback, str]:

@@ -1,0 +1,282 @@
+"""Running sweeps: renders, manifests, resuming after a kill, the engines (a local process pool
+and a real local Ray cluster), workers killed mid-sweep, and the command against the API."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import soundfile
+import torch
+
+import torchbend as tb
+from torchbend.audio.render import STREAM_BLOCK, render, streams, trace_audio
+from torchbend.errors import SweepError
+from torchbend.sweep import LocalPool, RayEngine
+
+from .sweeps import SOUNDS, audio_bytes, comparable, small_spec, write_spec
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small sweep rendered in this process: what every engine must give."""
+    out = tmp_path_factory.mktemp("reference")
+    tb.sweep.run(small_spec(), out, workers=0)
+    return out
+
+
+def test_a_sweep_writes_a_render_and_a_row_for_each_point_and_input(reference: Path) -> None:
+    rows = tb.sweep.read_rows(reference)
+    assert len(rows) == 12
+    assert [r["id"] for r in rows] == sorted(r["id"] for r in rows)
+    for row in rows:
+        data, rate = soundfile.read(reference / row["audio"], dtype="float32")
+        source = soundfile.info(str(SOUNDS / Path(row["input"]).name))
+        assert rate == 44100 and len(data) == source.frames  # exact length
+        assert row["error"] is None and set(row["measures"]) >= {"distance", "loudness_lufs"}
+        assert set(row["flags"]) == {"nonfinite", "silent", "clipping", "dc", "unchanged"}
+        assert not row["flags"]["unchanged"]
+    described = json.loads((reference / "sweep.json").read_text())
+    assert [Path(i).name for i in described["inputs"]] == ["bass.wav", "drums.wav", "pad.wav"]
+    assert all((reference / u).is_file() for u in described["unbent"])
+    # a stronger noise moves the render further from the unbent one
+    by_point: dict[int, float] = {}
+    for row in rows:
+        by_point[row["point"]] = by_point.get(row["point"], 0.0) + row["measures"]["distance"]
+    assert by_point[2] > by_point[0] and by_point[3] > by_point[1]
+
+
+def test_any_row_renders_again_from_its_configuration_in_python(reference: Path) -> None:
+    row = tb.sweep.read_rows(reference)[10]
+    bended = tb.BendedModule(tb.models.load("tiny_rave"))
+    streams(bended.module)
+    trace_audio(bended, "forward", torch.zeros(1, 1, STREAM_BLOCK))
+    bended.bend(tb.sweep.row_config(row))
+    audio, rate = tb.audio.load(SOUNDS / Path(row["input"]).name, sample_rate=44100, mono=True)
+    torch.set_num_threads(1)
+    with torch.inference_mode():
+        out, _ = render(bended, audio, rate, "forward", STREAM_BLOCK)
+    again = out.clamp(-1, 1).numpy()[0]
+    written, _ = soundfile.read(reference / row["audio"], dtype="float32")
+    assert abs(again - written).max() <= 1 / 32768  # 16-bit file
+
+
+def test_renders_are_deterministic_and_in_process_equals_a_pool_that_loses_a_worker(
+    reference: Path, tmp_path: Path
+) -> None:
+    engine = LocalPool(workers=2)
+    killed: list[int] = []
+
+    def kill_one(row: dict[str, Any]) -> None:
+        if not killed:
+            killed.append(engine.pids()[0])
+            os.kill(killed[0], signal.SIGKILL)
+
+    result = tb.sweep.run(small_spec(), tmp_path / "pool", engine=engine, on_row=kill_one)
+    assert killed and engine.restarts == 1
+    assert result.rendered == 12 and result.failed == 0
+    assert comparable(tmp_path / "pool") == comparable(reference)
+    assert audio_bytes(tmp_path / "pool") == audio_bytes(reference)
+    assert (tmp_path / "pool" / "manifest.jsonl").read_text().count("\n") == 12
+
+
+def test_a_render_that_fails_is_a_row_that_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torchbend.sweep.render as rendering
+
+    original = rendering.run_audio
+
+    def fails_on_drums(bended: Any, setup: Any, audio: torch.Tensor) -> torch.Tensor:
+        if audio.shape[-1] == 176400 and float(audio.abs().sum()) == float(drums.abs().sum()):
+            raise RuntimeError("the model broke")
+        return original(bended, setup, audio)
+
+    drums = tb.audio.load(SOUNDS / "drums.wav", sample_rate=44100, mono=True)[0]
+    monkeypatch.setattr(rendering, "run_audio", fails_on_drums)
+    result = tb.sweep.run(small_spec(), tmp_path / "out", workers=0)
+    failed = [r for r in result.rows if r["error"]]
+    assert [r["input_index"] for r in failed] == [1, 1, 1, 1]
+    assert failed[0]["error"] == "RuntimeError: the model broke"
+    assert failed[0]["audio"] is None and failed[0]["broken"] is True
+    assert result.failed == 4 and len(result.rows) == 12
+
+
+def test_a_sweep_resumes_after_a_kill_and_ends_as_if_never_stopped(
+    reference: Path, tmp_path: Path
+) -> None:
+    spec = write_spec(tmp_path / "spec.json", small_spec())
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "torchbend.cli", "sweep", "run", str(spec), "--out", str(out)]
+    process = subprocess.Popen([*command, "--workers", "0", "--quiet"], start_new_session=True)
+    manifest = out / "manifest.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if manifest.is_file() and manifest.read_text().count("\n") >= 3:
+            os.killpg(process.pid, signal.SIGKILL)
+            break
+        time.sleep(0.01)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL, "the sweep ended before it could be killed"
+    done = manifest.read_text().count("\n")
+    assert 3 <= done < 12
+    with open(manifest, "a") as f:  # as if the kill cut a row short
+        f.write('{"id": "00003-02-pa')
+    result = tb.sweep.run(spec, out, workers=0)
+    assert result.skipped == done and result.rendered == 12 - done
+    assert comparable(out) == comparable(reference)
+    assert audio_bytes(out) == audio_bytes(reference)
+    again = tb.sweep.run(spec, out, workers=0)
+    assert (again.rendered, again.skipped) == (0, 12)
+    # a render whose file went missing is rendered again
+    (out / tb.sweep.read_rows(out)[4]["audio"]).unlink()
+    assert tb.sweep.run(spec, out, workers=0).rendered == 1
+    assert audio_bytes(out) == audio_bytes(reference)
+
+
+def test_folders_that_are_not_this_sweeps_are_refused(reference: Path, tmp_path: Path) -> None:
+    other = small_spec(seed=1)
+    with pytest.raises(SweepError, match=r"holds another sweep .*seed.* give another --out"):
+        tb.sweep.run(other, reference, workers=0)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "mine.txt").write_text("x")
+    with pytest.raises(SweepError, match=r"is not empty and holds no sweep"):
+        tb.sweep.run(small_spec(), tmp_path / "full", workers=0)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(SweepError, match=r"is a file; give a folder"):
+        tb.sweep.run(small_spec(), tmp_path / "file", workers=0)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "manifest.jsonl").write_text('{"id": "a"}\nnot json\n{"id": "b"}\n')
+    with pytest.raises(SweepError, match=r"line 2: not a manifest row"):
+        tb.sweep.read_rows(broken)
+    with pytest.raises(SweepError, match=r"holds no manifest.jsonl"):
+        tb.sweep.read_rows(tmp_path)
+
+
+def test_the_progress_line_shows_the_count_and_the_rate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tb.sweep.run(small_spec(), tmp_path / "out", workers=0, progress=True)
+    err = capsys.readouterr().err
+    assert "12/12" in err and "renders/s" in err and "0 failed" in err
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "torchbend.cli", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_the_command_gives_what_the_api_gives(reference: Path, tmp_path: Path) -> None:
+    spec = write_spec(tmp_path / "spec.json", small_spec())
+    planned = run_cli("sweep", "plan", str(spec))
+    assert planned.returncode == 0, planned.stderr
+    assert "4 point(s) x 3 input(s) = 12 renders" in planned.stdout
+    assert "disk: about" in planned.stdout and "ms per render" in planned.stdout
+    out = tmp_path / "out"
+    ran = run_cli("sweep", "run", str(spec), "--out", str(out), "--workers", "2")
+    assert ran.returncode == 0, ran.stderr
+    assert "12 renders in" in ran.stdout and "12/12" in ran.stderr
+    assert comparable(out) == comparable(reference)
+    assert audio_bytes(out) == audio_bytes(reference)
+    best = run_cli("sweep", "best", str(out), "--by", "distance", "--top", "3", "--json")
+    assert best.returncode == 0, best.stderr
+    chosen = [json.loads(line) for line in best.stdout.splitlines()]
+    api = tb.sweep.best(reference, by="distance", top=3)
+    assert [r["id"] for r in chosen] == [r["id"] for r in api]
+    distances = [r["measures"]["distance"] for r in tb.sweep.read_rows(out) if not r["broken"]]
+    assert chosen[0]["measures"]["distance"] == max(distances)
+    copied = run_cli(
+        "sweep",
+        "best",
+        str(out),
+        "--by",
+        "loudness_lufs",
+        "--lowest",
+        "--top",
+        "2",
+        "--copy",
+        str(tmp_path / "picked"),
+    )
+    assert copied.returncode == 0, copied.stderr
+    quietest = tb.sweep.best(out, by="loudness_lufs", lowest=True, top=2)
+    assert sorted(p.name for p in (tmp_path / "picked").iterdir()) == [
+        f"{i}_{Path(r['audio']).name}" for i, r in enumerate(quietest, 1)
+    ]
+    mapped = run_cli("sweep", "map", str(out))
+    assert mapped.returncode == 0, mapped.stderr
+    assert (out / "atlas.png").is_file() and (out / "atlas.html").is_file()
+    assert "PC1" in mapped.stdout
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (
+            ["sweep", "run", "nowhere.json", "--out", "x"],
+            "torchbend sweep run: error: no sweep specification",
+        ),
+        (["sweep", "best", ".", "--by", "distance"], "holds no manifest.jsonl"),
+        (["sweep", "run", "s.json", "--out", "x", "--engine", "spark"], "invalid choice: 'spark'"),
+        (["sweep", "run", "s.json", "--out", "x", "--workers", "-1"], "0 or more"),
+        (["sweep", "best", ".", "--top", "0"], "1 or more"),
+        (["sweep"], "the following arguments are required: step"),
+    ],
+)
+def test_the_command_refuses_bad_arguments_in_one_line(
+    args: list[str], words: str, tmp_path: Path
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "torchbend.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert words in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_best_refuses_unknown_measures_and_skips_broken_renders(reference: Path) -> None:
+    with pytest.raises(SweepError, match=r"no measure 'distanse'.*did you mean 'distance'"):
+        tb.sweep.best(reference, by="distanse")
+    rows = tb.sweep.best(reference, by="peak_dbfs", top=100, broken=True)
+    assert len(rows) == 12
+    kept = tb.sweep.best(reference, by="peak_dbfs", top=100)
+    assert len(kept) == sum(1 for r in rows if not r["broken"])
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Any:
+    """A real local Ray cluster with two CPUs, for this module's Ray tests."""
+    ray = pytest.importorskip("ray", reason="the Ray engine's tests need ray: pip install ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()
+
+
+def test_the_ray_engine_renders_what_the_local_engine_renders_and_survives_a_dead_actor(
+    ray_cluster: Any, reference: Path, tmp_path: Path
+) -> None:
+    engine = RayEngine(workers=2)
+    killed: list[int] = []
+
+    def kill_one(row: dict[str, Any]) -> None:
+        if len(killed) == 0 and row["id"] >= "00001":
+            killed.append(engine.pids()[0])
+            os.kill(killed[0], signal.SIGKILL)
+
+    result = tb.sweep.run(small_spec(), tmp_path / "ray", engine=engine, on_row=kill_one)
+    assert killed and engine.restarts >= 1
+    assert result.rendered == 12 and result.failed == 0
+    assert comparable(tmp_path / "ray") == comparable(reference)
+    assert audio_bytes(tmp_path / "ray") == audio_bytes(reference)
+    assert ray_cluster.is_initialized()  # a cluster the engine did not start is left running

@@ -1,0 +1,364 @@
+"""Where a sweep's renders run: in this process, in a pool of local processes, or on a Ray
+cluster. Each engine loads the model once per worker, keeps a bounded number of jobs in flight
+(so a sweep of a million renders holds a few in memory, not all), and yields results as they
+finish, in any order, to the one writer of the manifest. A worker that dies is replaced and
+the jobs it held are given to another: a finished render is never lost, an unfinished one is
+rendered again (renders depend on their job alone, so that changes no bit).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import select
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import SweepError
+from .render import Job, Renderer, Setup
+from .wire import read_message, write_message
+
+__all__ = ["ENGINES", "Engine", "InProcess", "LocalPool", "RayEngine", "make_engine"]
+
+ENGINES = ("local", "ray")
+MAX_DEATHS = 3
+"""A job whose worker died this many times is recorded as failed instead of tried again (it is
+the job that kills them: out of memory, a crash in native code)."""
+
+Result = tuple[Job, dict[str, Any], bytes | None]
+
+
+class Engine:
+    """Runs jobs on workers that each hold a :class:`Renderer`."""
+
+    name = "engine"
+    workers = 1
+
+    def start(self, setup: Setup) -> None:
+        raise NotImplementedError
+
+    def results(self, jobs: Iterable[Job]) -> Iterator[Result]:
+        raise NotImplementedError
+
+    def pids(self) -> list[int]:
+        """The process ids of the workers (to watch them, or kill one in a test)."""
+        return []
+
+    def close(self) -> None:
+        """Stop the workers."""
+
+    def describe(self) -> str:
+        return f"{self.name}, {self.workers} worker(s)"
+
+
+def _failed(job: Job, why: str) -> Result:
+    row = {
+        "id": job.id,
+        "point": job.point,
+        "input": job.input,
+        "input_index": job.input_index,
+        "audio": None,
+        "axes": job.axes,
+        "config": job.config,
+        "measures": {},
+        "flags": {},
+        "broken": True,
+        "error": why,
+        "timing": {},
+    }
+    return job, row, None
+
+
+class InProcess(Engine):
+    """Renders in this process, one after the other (``workers=0``): no start-up, and what a
+    debugger or a profiler sees."""
+
+    name = "in-process"
+
+    def start(self, setup: Setup) -> None:
+        self.renderer = Renderer(setup)
+
+    def results(self, jobs: Iterable[Job]) -> Iterator[Result]:
+        for job in jobs:
+            row, data = self.renderer.render(job)
+            yield job, row, data
+
+    def pids(self) -> list[int]:
+        return [os.getpid()]
+
+
+class _Process:
+    """One worker process of a :class:`LocalPool` and the jobs it holds."""
+
+    def __init__(self, setup: Setup) -> None:
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "torchbend.sweep.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.stdin, self.stdout = self.process.stdin, self.process.stdout
+        self.jobs: dict[str, Job] = {}
+        self.send(setup)
+
+    def send(self, message: Any) -> bool:
+        try:
+            write_message(self.stdin, message)
+        except (BrokenPipeError, OSError):
+            return False
+        return True
+
+    def ready(self) -> int:
+        message = read_message(self.stdout)
+        if message is None or message[0] != "ready":
+            code = self.process.wait()
+            raise SweepError(
+                f"a sweep worker could not load the model (exit code {code}; its error is "
+                "printed above)"
+            )
+        return int(message[1])
+
+    def stop(self, kill: bool = False) -> None:
+        if kill:
+            self.process.kill()
+        else:
+            with contextlib.suppress(OSError):
+                self.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.stdout.close()
+
+
+class LocalPool(Engine):
+    """Renders in ``workers`` processes of this machine, each loading the model once and
+    holding at most ``in_flight`` jobs. The workers are plain ``python -m
+    torchbend.sweep.worker`` processes, not ``multiprocessing`` ones, so the script that runs
+    the sweep is never imported again in them. A worker that dies is replaced, and the jobs it
+    held go to the others."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None, in_flight: int = 2) -> None:
+        self.workers = workers or os.cpu_count() or 1
+        self.in_flight = in_flight
+        self.processes: list[_Process] = []
+        self.restarts = 0
+
+    def start(self, setup: Setup) -> None:
+        self.setup = setup
+        self.processes = [_Process(setup) for _ in range(self.workers)]
+        for process in self.processes:
+            process.ready()
+
+    def pids(self) -> list[int]:
+        return sorted(p.process.pid for p in self.processes)
+
+    def results(self, jobs: Iterable[Job]) -> Iterator[Result]:
+        pending = iter(jobs)
+        retry: collections.deque[Job] = collections.deque()
+        deaths: collections.Counter[str] = collections.Counter()
+        exhausted = False
+        while True:
+            for process in self.processes:
+                while len(process.jobs) < self.in_flight and not exhausted:
+                    job = retry.popleft() if retry else next(pending, None)
+                    if job is None:
+                        exhausted = not retry
+                        break
+                    process.jobs[job.id] = job
+                    if not process.send(job):
+                        break  # it died: seen below
+            busy = [p for p in self.processes if p.jobs]
+            if not busy:
+                return
+            readable, _, _ = select.select([p.stdout for p in busy], [], [])
+            for process in busy:
+                if process.stdout not in readable:
+                    continue
+                message = read_message(process.stdout)
+                if message is None:  # the worker died: its jobs go to the others
+                    for job in process.jobs.values():
+                        deaths[job.id] += 1
+                        if deaths[job.id] >= MAX_DEATHS:
+                            yield _failed(job, f"its worker died {MAX_DEATHS} times rendering it")
+                        else:
+                            retry.append(job)
+                    exhausted = False
+                    self._replace(process)
+                    continue
+                _, key, (row, data) = message
+                yield process.jobs.pop(key), row, data
+
+    def _replace(self, process: _Process) -> None:
+        process.stop(kill=True)
+        index = self.processes.index(process)
+        self.processes[index] = _Process(self.setup)
+        self.processes[index].ready()
+        self.restarts += 1
+
+    def close(self) -> None:
+        for process in self.processes:
+            process.stop()
+        self.processes = []
+
+
+class _RayWorker:
+    """A Ray actor's state: a loaded model (wrapped with ``ray.remote`` at start)."""
+
+    def __init__(self, setup: Setup) -> None:
+        self.renderer = Renderer(setup)
+
+    def render(self, job: Job) -> tuple[dict[str, Any], bytes | None]:
+        return self.renderer.render(job)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as e:
+        raise ImportError("the ray engine needs Ray: pip install 'torchbend[ray]'") from e
+    return ray
+
+
+class RayEngine(Engine):
+    """Renders on a Ray cluster: one actor per worker holds a loaded model; each actor has at
+    most ``in_flight`` jobs queued; results are taken with ``ray.wait`` as they finish and
+    streamed to the manifest. An actor that dies is replaced by a new one and its jobs are
+    given out again.
+
+    ``address`` is a running cluster's (``ray://host:10001`` or ``auto``); without it, a Ray
+    runtime already started in this process is used, or a local one is started with
+    ``workers`` CPUs (and stopped at :meth:`close`). The workers must be able to import
+    torchbend and the model's code, and read the model's files (the inputs travel with the
+    jobs).
+    """
+
+    name = "ray"
+
+    def __init__(
+        self, address: str | None = None, workers: int | None = None, in_flight: int = 2
+    ) -> None:
+        self.address = address
+        self.requested = workers
+        self.in_flight = in_flight
+        self.started_ray = False
+        self.actors: list[Any] = []
+        self.restarts = 0
+
+    def start(self, setup: Setup) -> None:
+        ray = import_ray()
+        if not ray.is_initialized():
+            options: dict[str, Any] = {
+                "include_dashboard": False,
+                "log_to_driver": False,
+                "configure_logging": False,
+            }
+            if self.address is not None:
+                options["address"] = self.address
+            else:
+                options["num_cpus"] = self.requested or os.cpu_count() or 1
+            try:
+                ray.init(**options)
+            except Exception as e:  # Ray raises ConnectionError, RuntimeError... by cause
+                where = self.address or "a local Ray runtime"
+                raise SweepError(f"could not start or reach {where}: {e}") from e
+            self.started_ray = True
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        self.workers = self.requested or max(1, cpus)
+        self.actor_class = ray.remote(num_cpus=1, max_restarts=0)(_RayWorker)
+        self.setup_ref = ray.put(setup)
+        self.actors = [self.actor_class.remote(self.setup_ref) for _ in range(self.workers)]
+        ray.get([a.pid.remote() for a in self.actors])  # each loaded its model
+
+    def pids(self) -> list[int]:
+        ray = import_ray()
+        return sorted(ray.get([a.pid.remote() for a in self.actors]))
+
+    def results(self, jobs: Iterable[Job]) -> Iterator[Result]:
+        ray = import_ray()
+        from ray.exceptions import RayActorError
+
+        pending = iter(jobs)
+        retry: collections.deque[Job] = collections.deque()
+        deaths: collections.Counter[str] = collections.Counter()
+        running: dict[Any, tuple[Job, int]] = {}  # object ref -> (job, actor slot)
+        load = [0] * len(self.actors)
+        while True:
+            for slot in range(len(self.actors)):
+                while load[slot] < self.in_flight:
+                    job = retry.popleft() if retry else next(pending, None)
+                    if job is None:
+                        break
+                    running[self.actors[slot].render.remote(job)] = (job, slot)
+                    load[slot] += 1
+            if not running:
+                return
+            done, _ = ray.wait(list(running), num_returns=1)
+            for ref in done:
+                job, slot = running.pop(ref)
+                load[slot] -= 1
+                try:
+                    row, data = ray.get(ref)
+                except RayActorError:
+                    deaths[job.id] += 1
+                    if deaths[job.id] >= MAX_DEATHS:
+                        yield _failed(job, f"its Ray actor died {MAX_DEATHS} times rendering it")
+                    else:
+                        retry.append(job)
+                    self._replace(slot, running, retry, load)
+                    continue
+                yield job, row, data
+
+    def _replace(
+        self,
+        slot: int,
+        running: dict[Any, tuple[Job, int]],
+        retry: collections.deque[Job],
+        load: list[int],
+    ) -> None:
+        """A new actor in ``slot``; the jobs the dead one still held go back in the queue."""
+        ray = import_ray()
+        for ref, (job, s) in list(running.items()):
+            if s == slot:
+                del running[ref]
+                retry.append(job)
+        load[slot] = 0
+        ray.kill(self.actors[slot], no_restart=True)
+        self.actors[slot] = self.actor_class.remote(self.setup_ref)
+        self.restarts += 1
+
+    def close(self) -> None:
+        ray = import_ray()
+        for actor in self.actors:
+            ray.kill(actor, no_restart=True)
+        self.actors = []
+        if self.started_ray:
+            ray.shutdown()
+            self.started_ray = False
+
+
+def make_engine(
+    engine: str | Engine, workers: int | None = None, address: str | None = None
+) -> Engine:
+    """The engine ``engine`` names (``local``, ``ray``), or ``engine`` itself."""
+    if isinstance(engine, Engine):
+        return engine
+    if engine == "local":
+        return InProcess() if workers == 0 else LocalPool(workers)
+    if engine == "ray":
+        return RayEngine(address, workers)
+    raise SweepError(f"engine: expected one of {', '.join(ENGINES)}, got {engine!r}")

@@ -1,0 +1,175 @@
+"""One render of a sweep: a worker's loaded model, bent by one point, run over one input.
+
+A :class:`Renderer` is built once per worker from a :class:`Setup` (everything a worker needs,
+picklable, sent once): it loads and traces the model, then renders :class:`Job` after
+:class:`Job`, each from the unbent model and a clean stream state, so that a render depends
+only on its job, never on what the worker rendered before (any engine, any order, the same
+bits). It returns the manifest row and the encoded audio; writing both is the driver's work.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..audio.render import render, streams, trace_audio
+from ..bended import BendedModule
+from ..config import BendingConfig
+from ..models.resolve import load_model
+from .measure import BROKEN, measure
+
+__all__ = ["Job", "Renderer", "Setup", "encode", "with_threads"]
+
+SUBTYPE = "PCM_16"
+"""Renders are written as 16-bit PCM (WAV or FLAC): what every player reads, a third the size
+of float files; the measures are taken on the float render before it is written."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every worker of a sweep needs: the model, how to run it, and the inputs (at the
+    model's rate, ``[channels, time]`` float32) with their unbent renders."""
+
+    model: str
+    checkpoint: str | None
+    method: str
+    block_size: int | None
+    sample_rate: int
+    threads: int
+    safety: bool
+    format: str
+    inputs: tuple[np.ndarray, ...]
+    unbent: tuple[np.ndarray, ...]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One render: ``config`` (a bending configuration's dict) applied to input
+    ``input_index``; the row it gives is keyed by ``id``."""
+
+    id: str
+    point: int
+    input_index: int
+    input: str
+    audio: str
+    axes: dict[str, Any]
+    config: dict[str, Any]
+
+
+def with_threads(threads: int) -> Any:
+    """A context that runs torch on ``threads`` threads and puts the count back after."""
+
+    class _Threads:
+        def __enter__(self) -> None:
+            self.previous = torch.get_num_threads()
+            torch.set_num_threads(threads)
+
+        def __exit__(self, *exc: object) -> None:
+            torch.set_num_threads(self.previous)
+
+    return _Threads()
+
+
+def load_bended(
+    model: str, checkpoint: str | None, method: str, block_size: int | None
+) -> BendedModule:
+    """The model wrapped, in streaming mode if it has one, traced on a block of silence (or on
+    ``block_size`` samples' worth when it runs in one pass)."""
+    bended = BendedModule(load_model(model, checkpoint, option="checkpoint"))
+    streams(bended.module)
+    trace_audio(bended, method, torch.zeros(1, 1, block_size or 8192))
+    return bended
+
+
+def run_audio(bended: BendedModule, setup: Setup, audio: torch.Tensor) -> torch.Tensor:
+    """``audio`` through the model as it is bent now, as the sweep renders (exact length)."""
+    out, _ = render(
+        bended, audio, setup.sample_rate, setup.method, setup.block_size, safety=setup.safety
+    )
+    return out
+
+
+def encode(audio: torch.Tensor, sample_rate: int, fmt: str) -> bytes:
+    """``audio`` as the bytes of a 16-bit WAV or FLAC file (NaN and infinities written as 0,
+    samples beyond [-1, 1] clipped: what any 16-bit file holds)."""
+    import soundfile
+
+    finite = torch.nan_to_num(audio.detach().float(), nan=0.0, posinf=0.0, neginf=0.0)
+    data = finite.clamp(-1.0, 1.0).T.contiguous().numpy()
+    buffer = io.BytesIO()
+    soundfile.write(buffer, data, sample_rate, format=fmt.upper(), subtype=SUBTYPE)
+    return buffer.getvalue()
+
+
+class Renderer:
+    """A worker's model, loaded once, and the renders it makes."""
+
+    def __init__(self, setup: Setup) -> None:
+        self.setup = setup
+        self.worker = f"pid {os.getpid()}"
+        with with_threads(setup.threads):
+            self.bended = load_bended(setup.model, setup.checkpoint, setup.method, setup.block_size)
+        self.inputs = [torch.from_numpy(a) for a in setup.inputs]
+        self.unbent = [torch.from_numpy(a) for a in setup.unbent]
+
+    def render(self, job: Job) -> tuple[dict[str, Any], bytes | None]:
+        """The manifest row of ``job`` and its encoded audio (``None`` if it failed: the row
+        says why in ``error``)."""
+        with with_threads(self.setup.threads):
+            return self._render(job)
+
+    def _render(self, job: Job) -> tuple[dict[str, Any], bytes | None]:
+        setup = self.setup
+        audio = self.inputs[job.input_index]
+        row: dict[str, Any] = {
+            "id": job.id,
+            "point": job.point,
+            "input": job.input,
+            "input_index": job.input_index,
+            "audio": job.audio,
+            "seconds": round(audio.shape[-1] / setup.sample_rate, 6),
+            "sample_rate": setup.sample_rate,
+            "axes": job.axes,
+            "config": job.config,
+        }
+        start = time.perf_counter()
+        try:
+            self.bended.reset()
+            self.bended.bend(BendingConfig.from_dict(job.config, source=f"render {job.id}"))
+            with torch.inference_mode():
+                out = run_audio(self.bended, setup, audio)
+        except Exception as e:  # the user's model or bending failed on this point: say so
+            first = " ".join(str(e).split()) or traceback.format_exception_only(e)[-1].strip()
+            row.update(
+                audio=None,
+                measures={},
+                flags={},
+                broken=True,
+                error=f"{type(e).__name__}: {first}",
+                timing={"render_s": round(time.perf_counter() - start, 4), "worker": self.worker},
+            )
+            return row, None
+        finally:
+            self.bended.reset()
+        rendered = time.perf_counter()
+        measures, flags = measure(out, setup.sample_rate, self.unbent[job.input_index])
+        data = encode(out, setup.sample_rate, setup.format)
+        row.update(
+            measures=measures,
+            flags=flags,
+            broken=any(flags[f] for f in BROKEN),
+            error=None,
+            timing={
+                "render_s": round(rendered - start, 4),
+                "measure_s": round(time.perf_counter() - rendered, 4),
+                "worker": self.worker,
+            },
+        )
+        return row, data

@@ -1,0 +1,38 @@
+"""A local sweep worker: ``python -m torchbend.sweep.worker``, started by
+:class:`~torchbend.sweep.engines.LocalPool`.
+
+It reads a :class:`~torchbend.sweep.render.Setup` then jobs from its standard input and writes
+``("ready", pid)`` then one ``("done", id, (row, audio))`` per job on its standard output
+(:mod:`torchbend.sweep.wire`). What the model prints goes to the
+standard error: the output carries messages only. A plain process started this way, unlike a
+``multiprocessing`` one, never imports the script that started the sweep (a script without
+``if __name__ == "__main__":`` would run again in every worker).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .wire import read_message, write_message
+
+__all__ = ["main"]
+
+
+def main() -> None:
+    output = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # prints go to stderr
+    source = sys.stdin.buffer
+    setup = read_message(source)
+    if setup is None:
+        return
+    from .render import Renderer
+
+    renderer = Renderer(setup)
+    write_message(output, ("ready", os.getpid()))
+    while (job := read_message(source)) is not None:
+        write_message(output, ("done", job.id, renderer.render(job)))
+
+
+if __name__ == "__main__":
+    main()
