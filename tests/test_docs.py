@@ -14,6 +14,7 @@ PAGES = {
     "callbacks.md#control-metadata": "## Control metadata",
     "export.md": "### Reading it without torch",
     "realtime.md": "## Safety stage",
+    "sweeps.md": "## Python",
 }
 """The pages, or their sections (from a heading to the next of its level or above), whose
 blocks run: each one's first block builds what its next ones use."""

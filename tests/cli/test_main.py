@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 
@@ -89,13 +90,28 @@ def test_live_without_sounddevice_is_a_one_line_error(monkeypatch, capsys) -> No
 def test_every_argument_is_documented_with_its_default(capsys) -> None:
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    assert set(commands) >= {"inspect", "bend", "export", "check", "live", "demo", "callbacks"}
-    for name, sub in commands.items():
+    assert set(commands) >= {
+        "inspect",
+        "bend",
+        "export",
+        "check",
+        "live",
+        "demo",
+        "callbacks",
+        "sweep",
+    }
+    nested = [([name], sub) for name, sub in commands.items()]
+    while nested:
+        name, sub = nested.pop(0)
         with pytest.raises(SystemExit):
-            main([name, "--help"])
+            main([*name, "--help"])
         text = " ".join(capsys.readouterr().out.split())
         for action in sub._actions:
             if action.dest == "help":
+                continue
+            if isinstance(action, argparse._SubParsersAction):  # sweep plan, sweep run...
+                assert action.help, (name, action.dest)
+                nested += [([*name, step], p) for step, p in action.choices.items()]
                 continue
             assert action.help, (name, action.dest)
             shown = action.option_strings[-1] if action.option_strings else action.dest

@@ -54,9 +54,34 @@ def python_render(audio: torch.Tensor, specs: list[str], block: int = 8192) -> t
         return stream.process(audio)
 
 
+def comparable(folder: Path) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "timing"} for r in tb.sweep.read_rows(folder)]
+
+
+def check_sweep(args: list[str], out: str, tmp_path: Path) -> None:
+    """What each ``torchbend sweep`` step printed or wrote against the Python API's result."""
+    step = args[1]
+    if step == "plan":
+        planned = tb.sweep.plan(args[2], probe=False)
+        assert f"= {planned.renders} renders" in out and planned.renders == 12
+    if step == "run":
+        tb.sweep.run(args[2], tmp_path / "python_sweep", workers=0)
+        folder = Path(args[args.index("--out") + 1])
+        assert comparable(folder) == comparable(tmp_path / "python_sweep")
+        for row in tb.sweep.read_rows(folder):
+            assert (folder / row["audio"]).read_bytes() == (
+                tmp_path / "python_sweep" / row["audio"]
+            ).read_bytes()
+    if step == "map":
+        assert (Path(args[2]) / "atlas.html").is_file() and (Path(args[2]) / "atlas.png").is_file()
+    if step == "best":
+        rows = tb.sweep.best(args[2], by="distance", top=5)
+        assert [line.split()[2] for line in out.splitlines()] == [r["id"] for r in rows]
+
+
 def test_the_readme_shows_each_command() -> None:
     shown = {args[0] for args in readme_commands()}
-    assert shown == {"inspect", "bend", "export", "check", "live", "demo"}
+    assert shown == {"inspect", "bend", "export", "check", "live", "demo", "sweep"}
 
 
 def test_readme_commands_give_what_the_python_api_gives(tmp_path, monkeypatch, capsys) -> None:
@@ -67,6 +92,8 @@ def test_readme_commands_give_what_the_python_api_gives(tmp_path, monkeypatch, c
         command = args[0]
         if command == "demo":
             continue  # tests/cli/test_commands.py::test_demo_renders_files_and_picture
+        if command == "sweep":
+            args = [str(ROOT / a) if a.startswith("examples/") else a for a in args]
         if command == "live":
             args += ["--duration", "0.2"]
         code = main(args)
@@ -99,6 +126,8 @@ def test_readme_commands_give_what_the_python_api_gives(tmp_path, monkeypatch, c
                 assert torch.equal(exported(x), bended(x))
         if command == "check":
             assert str(check_nntilde(args[1])) in out
+        if command == "sweep":
+            check_sweep(args, out, tmp_path)
         if command == "live":
             assert "blocks of 2048" in out and "OSC on 127.0.0.1:9000" in out
             assert "realtime" in out.splitlines()[-1]

@@ -21,6 +21,7 @@ from torchbend.audio.render import STREAM_BLOCK, render, streams, trace_audio
 from torchbend.errors import SweepError
 from torchbend.sweep import LocalPool, RayEngine
 
+from .browser import needs_browser, open_page
 from .sweeps import SOUNDS, audio_bytes, comparable, small_spec, write_spec
 
 
@@ -280,3 +281,25 @@ def test_the_ray_engine_renders_what_the_local_engine_renders_and_survives_a_dea
     assert comparable(tmp_path / "ray") == comparable(reference)
     assert audio_bytes(tmp_path / "ray") == audio_bytes(reference)
     assert ray_cluster.is_initialized()  # a cluster the engine did not start is left running
+
+
+@needs_browser
+def test_the_atlas_of_a_real_sweep_opens_in_a_browser_and_plays_its_renders(
+    reference: Path,
+) -> None:
+    atlas = tb.sweep.map(str(reference))
+    rows = tb.sweep.read_rows(reference)
+    assert atlas.png is not None and atlas.png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert set(atlas.coords) == {r["id"] for r in rows}
+    assert atlas.html is not None
+    with open_page(atlas.html) as opened:
+        page = opened.page
+        assert page.locator("#points .pt").count() == len(rows)
+        box = page.locator('#points [data-i="5"]').bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.wait_for_function("document.getElementById('player').readyState >= 1")
+        src = page.evaluate("document.getElementById('player').src")
+        assert src == (reference / rows[5]["audio"]).resolve().as_uri()
+        duration = page.evaluate("document.getElementById('player').duration")
+        assert duration == pytest.approx(rows[5]["seconds"], abs=2e-3)
+        assert opened.errors == []

@@ -202,7 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_models)
 
     p = command("sweep", "render many bendings over sounds, measure and map them (docs/sweeps.md)")
-    steps = p.add_subparsers(dest="step", required=True, parser_class=Parser)
+    steps = p.add_subparsers(
+        dest="step", required=True, parser_class=Parser, help="what to do (each has --help)"
+    )
 
     def step(name: str, summary: str) -> argparse.ArgumentParser:
         return steps.add_parser(
