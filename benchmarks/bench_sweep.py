@@ -3,10 +3,10 @@
 Run: python benchmarks/bench_sweep.py [--renders 510] [--write docs/benchmarks.md] [--keep DIR]
 
 The shipped model ``tiny_rave`` over the shipped sounds (``assets/sounds/*.wav``, three 4-s
-sounds), sampled at random (seeded): ``Noise`` on an activation (its std, its seed and which
-activation of the encoder or the decoder are axes) and ``Scale`` on a weight (its factor and
-which weight of the encoder or the decoder), ``--renders`` renders in all (170 points x 3
-sounds by default). One torch thread per worker. In this order:
+sounds), sampled at random (seeded): ``Noise`` on an activation (its std on a log scale, its
+seed and which activation of the encoder or the decoder are axes) and ``Scale`` on a weight
+(its factor and which weight of the encoder or the decoder), ``--renders`` renders in all (170
+points x 3 sounds by default). One torch thread per worker. In this order:
 
 1. a plain loop in this process, without the engine: the model loaded once, then for each job
    of the sweep (``torchbend.sweep.run.load(spec).jobs()``) reset, bend, render, measure,
@@ -92,7 +92,7 @@ def make_spec(renders: int) -> dict[str, Any]:
             ]
         },
         "axes": {
-            "bendings.0.callback.args.std": {"range": [0.0, 0.5]},
+            "bendings.0.callback.args.std": {"range": [0.005, 0.5], "log": True},
             "bendings.0.callback.args.seed": {"range": [0, 1000], "integer": True},
             "bendings.0.patterns": {"targets": "activations", "pattern": "^(encoder|decoder)_"},
             "bendings.1.callback.args.scale": {"range": [0.5, 1.5]},
@@ -417,8 +417,8 @@ def bench(args: argparse.Namespace, work: Path, began: float) -> int:
         f"Measured by `{command}` on {cpu_name()} ({platform.machine()}, {os.cpu_count()} "
         f"cores, no GPU), torch {torch.__version__}, Ray {ray.__version__}, 1 torch thread per "
         f"worker: {args.renders} renders of tiny_rave ({-(-args.renders // sounds)} points x "
-        f"{sounds} shipped sounds), sampled at random (Noise on an activation: std, seed, target; Scale on "
-        "a weight: factor, target).",
+        f"{sounds} shipped sounds), sampled at random (Noise on an activation: std on a log "
+        "scale, seed, target; Scale on a weight: factor, target).",
         "",
         *table(timings),
         "",

@@ -142,6 +142,20 @@ def test_a_sweep_resumes_after_a_kill_and_ends_as_if_never_stopped(
     assert audio_bytes(out) == audio_bytes(reference)
 
 
+def test_callbacks_without_a_seed_render_the_same_bits_each_time(tmp_path: Path) -> None:
+    spec = small_spec()
+    del spec["base"]["bendings"][0]["callback"]["args"]["seed"]  # Noise from torch's generator
+    spec["axes"]["bendings.0.callback.args.std"] = {"values": [0.05]}
+    torch.manual_seed(1)
+    tb.sweep.run(spec, tmp_path / "a", workers=0)
+    torch.manual_seed(2)
+    tb.sweep.run(spec, tmp_path / "b", workers=0)
+    assert audio_bytes(tmp_path / "a") == audio_bytes(tmp_path / "b")
+    rows = comparable(tmp_path / "a")
+    assert rows == comparable(tmp_path / "b") and not any(r["flags"]["unchanged"] for r in rows)
+    assert len({r["measures"]["distance"] for r in rows}) == len(rows)  # each job its own draw
+
+
 def test_folders_that_are_not_this_sweeps_are_refused(reference: Path, tmp_path: Path) -> None:
     other = small_spec(seed=1)
     with pytest.raises(SweepError, match=r"holds another sweep .*seed.* give another --out"):

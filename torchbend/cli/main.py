@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ..errors import TorchbendError
 from .commands import (
@@ -62,6 +62,18 @@ def _device(text: str) -> int | str:
     return int(text) if text.isdigit() else text
 
 
+def _subcommand(sub: Any, name: str, summary: str) -> argparse.ArgumentParser:
+    """A command of ``sub`` (``torchbend NAME`` or ``torchbend sweep NAME``) whose help shows
+    each option's default."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=summary,
+        description=summary,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="torchbend",
@@ -72,12 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     def command(name: str, summary: str) -> argparse.ArgumentParser:
-        return sub.add_parser(
-            name,
-            help=summary,
-            description=summary,
-            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        )
+        return _subcommand(sub, name, summary)
 
     def model_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("model", help=f"the model: {MODEL_FORMS}")
@@ -207,12 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     def step(name: str, summary: str) -> argparse.ArgumentParser:
-        return steps.add_parser(
-            name,
-            help=summary,
-            description=summary,
-            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        )
+        return _subcommand(steps, name, summary)
 
     q = step("plan", "say how many renders a sweep makes, and about how long and how much disk")
     q.add_argument("spec", help="the sweep specification (JSON or YAML)")

@@ -61,6 +61,9 @@ class Job:
     audio: str
     axes: dict[str, Any]
     config: dict[str, Any]
+    seed: int = 0
+    """Torch's global generator is seeded with it before the render, so that even a callback
+    drawing without a seed of its own (``Noise(seed=None)``) renders the same bits anywhere."""
 
 
 def with_threads(threads: int) -> Any:
@@ -140,6 +143,7 @@ class Renderer:
             "config": job.config,
         }
         start = time.perf_counter()
+        torch.manual_seed(job.seed)
         try:
             self.bended.reset()
             self.bended.bend(BendingConfig.from_dict(job.config, source=f"render {job.id}"))

@@ -10,6 +10,7 @@ import random
 import re
 import sys
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +104,7 @@ class Sweep:
                     audio=f"renders/{key}.{self.spec.format}",
                     axes=values,
                     config=config,
+                    seed=zlib.crc32(f"{self.spec.seed}:{key}".encode()),
                 )
 
     def _shown(self, path: Path) -> str:
@@ -417,6 +419,8 @@ def _open_folder(out: Path, sweep: Sweep) -> None:
         raise SweepError(f"{out} is not empty and holds no sweep; give an empty or new folder")
     out.mkdir(parents=True, exist_ok=True)
     (out / "renders").mkdir(exist_ok=True)
+    for partial in (out / "renders").glob(".*.part"):  # files a kill left half-written
+        partial.unlink()
 
 
 class Progress:
