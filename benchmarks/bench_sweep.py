@@ -37,7 +37,6 @@ import hashlib
 import json
 import os
 import platform
-import re
 import signal
 import subprocess
 import sys
@@ -74,8 +73,6 @@ def make_spec(renders: int) -> dict[str, Any]:
     """Noise on an activation and Scale on a weight of tiny_rave, ``renders`` renders drawn at
     random over the std, the seed and the target of the noise and the factor and the target of
     the scale."""
-    names = tb.BendedModule(tb.models.load("tiny_rave")).weight_names
-    weights = [n for n in names if re.search(WEIGHTS, n)]
     return {
         "model": "tiny_rave",
         "inputs": [str(SOUNDS / "*.wav")],
@@ -96,9 +93,7 @@ def make_spec(renders: int) -> dict[str, Any]:
             "bendings.0.callback.args.seed": {"range": [0, 1000], "integer": True},
             "bendings.0.patterns": {"targets": "activations", "pattern": "^(encoder|decoder)_"},
             "bendings.1.callback.args.scale": {"range": [0.5, 1.5]},
-            # what {"targets": "weights", "pattern": WEIGHTS} would give; that axis fails in
-            # torchbend.sweep.run._resolve (it calls the property weight_names)
-            "bendings.1.patterns": {"values": [["^" + re.escape(n) + "$"] for n in weights]},
+            "bendings.1.patterns": {"targets": "weights", "pattern": WEIGHTS},
         },
         "sample": "random",
         "count": renders,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +253,30 @@ def test_random_sampling_over_several_inputs_makes_exactly_count_renders() -> No
     jobs = list(sweep.jobs())
     assert (sweep.points, len(jobs)) == (3, 7)
     assert jobs[-1].id == "00002-00-bass"
+
+
+def test_targets_axes_over_weights_and_over_everything() -> None:
+    base = {
+        "bendings": [
+            {"callback": {"class": "Scale", "args": {"scale": 0.5}}, "patterns": ["decoder_1"]}
+        ]
+    }
+    bended = tb.BendedModule(tb.models.load("tiny_rave"))
+    for kind, expected in [
+        ("weights", [n for n in bended.weight_names if n.startswith("decoder.")]),
+        (
+            "all",
+            ["decoder_0", "decoder_1", "decoder_2"]
+            + [n for n in bended.weight_names if n.startswith("decoder.")],
+        ),
+    ]:
+        axes = {"bendings.0.patterns.0": {"targets": kind, "pattern": "^decoder[._]"}}
+        sweep = load(tb.sweep.read_spec(spec_with(base=base, axes=axes)))
+        assert list(sweep.axes[0].values) == expected and expected
+        jobs = list(sweep.jobs())
+        assert [j.config["bendings"][0]["patterns"] for j in jobs] == [
+            ["^" + re.escape(name) + "$"] for name in expected
+        ]
 
 
 def test_what_needs_the_model_is_checked_before_any_render() -> None:

@@ -207,7 +207,7 @@ def _resolve(axis: Axis, bended: Any, method: str) -> Axis:
         except Exception as e:
             raise SweepError(f"axis {axis.name!r}: no activations of {fn!r}: {e}") from None
     if axis.targets in ("weights", "all"):
-        names += bended.weight_names()
+        names += bended.weight_names
     pattern = re.compile(axis.pattern)
     kept = [n for n in names if pattern.search(n)]
     if not kept:
