@@ -6,6 +6,9 @@ render, and map them (docs/sweeps.md).
 <function plan at ...>
 """
 
+from pathlib import Path
+
+from .atlas import Atlas, atlas
 from .best import best, describe_config
 from .engines import ENGINES, Engine, InProcess, LocalPool, RayEngine
 from .manifest import Manifest, read_rows, row_config, table
@@ -14,6 +17,7 @@ from .spec import SweepSpec, read_spec
 
 __all__ = [
     "ENGINES",
+    "Atlas",
     "Engine",
     "InProcess",
     "LocalPool",
@@ -34,9 +38,7 @@ __all__ = [
 ]
 
 
-def map(folder: str, png: bool = True, html: bool = True):
+def map(folder: str | Path, png: bool = True, html: bool = True) -> Atlas:
     """The atlas of the sweep in ``folder``: ``atlas.png`` and ``atlas.html`` written there
     (see :func:`torchbend.sweep.atlas.atlas`)."""
-    from .atlas import atlas
-
     return atlas(read_rows(folder), folder, png=png, html=html)

@@ -55,22 +55,37 @@ class Engine:
         return f"{self.name}, {self.workers} worker(s)"
 
 
-def _failed(job: Job, why: str) -> Result:
-    row = {
-        "id": job.id,
-        "point": job.point,
-        "input": job.input,
-        "input_index": job.input_index,
-        "audio": None,
-        "axes": job.axes,
-        "config": job.config,
-        "measures": {},
-        "flags": {},
-        "broken": True,
-        "error": why,
-        "timing": {},
-    }
-    return job, row, None
+class _Queue:
+    """The jobs still to hand out to workers: those a dead worker held first, then new ones."""
+
+    def __init__(self, jobs: Iterable[Job]) -> None:
+        self.pending = iter(jobs)
+        self.retry: collections.deque[Job] = collections.deque()
+        self.deaths: collections.Counter[str] = collections.Counter()
+
+    def next(self) -> Job | None:
+        """The next job, or ``None`` while there is none."""
+        return self.retry.popleft() if self.retry else next(self.pending, None)
+
+    def give_back(self, job: Job) -> None:
+        self.retry.append(job)
+
+    def died(self, job: Job, worker: str) -> Result | None:
+        """``job``'s worker died rendering it: the job goes back in the queue, or, the
+        :data:`MAX_DEATHS`-th time, comes out as a failed render."""
+        self.deaths[job.id] += 1
+        if self.deaths[job.id] < MAX_DEATHS:
+            self.give_back(job)
+            return None
+        why = f"its {worker} died {MAX_DEATHS} times rendering it"
+        fields: dict[str, Any] = {
+            "audio": None,
+            "measures": {},
+            "flags": {},
+            "broken": True,
+            "error": why,
+        }
+        return job, job.row(**fields, timing={}), None
 
 
 class InProcess(Engine):
@@ -165,16 +180,12 @@ class LocalPool(Engine):
         return sorted(p.process.pid for p in self.processes)
 
     def results(self, jobs: Iterable[Job]) -> Iterator[Result]:
-        pending = iter(jobs)
-        retry: collections.deque[Job] = collections.deque()
-        deaths: collections.Counter[str] = collections.Counter()
-        exhausted = False
+        queue = _Queue(jobs)
         while True:
             for process in self.processes:
-                while len(process.jobs) < self.in_flight and not exhausted:
-                    job = retry.popleft() if retry else next(pending, None)
+                while len(process.jobs) < self.in_flight:
+                    job = queue.next()
                     if job is None:
-                        exhausted = not retry
                         break
                     process.jobs[job.id] = job
                     if not process.send(job):
@@ -189,12 +200,8 @@ class LocalPool(Engine):
                 message = read_message(process.stdout)
                 if message is None:  # the worker died: its jobs go to the others
                     for job in process.jobs.values():
-                        deaths[job.id] += 1
-                        if deaths[job.id] >= MAX_DEATHS:
-                            yield _failed(job, f"its worker died {MAX_DEATHS} times rendering it")
-                        else:
-                            retry.append(job)
-                    exhausted = False
+                        if (failed := queue.died(job, "worker")) is not None:
+                            yield failed
                     self._replace(process)
                     continue
                 _, key, (row, data) = message
@@ -292,15 +299,13 @@ class RayEngine(Engine):
         ray = import_ray()
         from ray.exceptions import RayActorError
 
-        pending = iter(jobs)
-        retry: collections.deque[Job] = collections.deque()
-        deaths: collections.Counter[str] = collections.Counter()
+        queue = _Queue(jobs)
         running: dict[Any, tuple[Job, int]] = {}  # object ref -> (job, actor slot)
         load = [0] * len(self.actors)
         while True:
             for slot in range(len(self.actors)):
                 while load[slot] < self.in_flight:
-                    job = retry.popleft() if retry else next(pending, None)
+                    job = queue.next()
                     if job is None:
                         break
                     running[self.actors[slot].render.remote(job)] = (job, slot)
@@ -314,12 +319,9 @@ class RayEngine(Engine):
                 try:
                     row, data = ray.get(ref)
                 except RayActorError:
-                    deaths[job.id] += 1
-                    if deaths[job.id] >= MAX_DEATHS:
-                        yield _failed(job, f"its Ray actor died {MAX_DEATHS} times rendering it")
-                    else:
-                        retry.append(job)
-                    self._replace(slot, running, retry, load)
+                    if (failed := queue.died(job, "Ray actor")) is not None:
+                        yield failed
+                    self._replace(slot, running, queue, load)
                     continue
                 yield job, row, data
 
@@ -327,7 +329,7 @@ class RayEngine(Engine):
         self,
         slot: int,
         running: dict[Any, tuple[Job, int]],
-        retry: collections.deque[Job],
+        queue: _Queue,
         load: list[int],
     ) -> None:
         """A new actor in ``slot``; the jobs the dead one still held go back in the queue."""
@@ -335,7 +337,7 @@ class RayEngine(Engine):
         for ref, (job, s) in list(running.items()):
             if s == slot:
                 del running[ref]
-                retry.append(job)
+                queue.give_back(job)
         load[slot] = 0
         ray.kill(self.actors[slot], no_restart=True)
         self.actors[slot] = self.actor_class.remote(self.setup_ref)

@@ -9,17 +9,19 @@ bits). It returns the manifest row and the encoded audio; writing both is the dr
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from ..audio.render import render, streams, trace_audio
+from ..audio.render import STREAM_BLOCK, render, streams, trace_audio
 from ..bended import BendedModule
 from ..config import BendingConfig
 from ..models.resolve import load_model
@@ -65,19 +67,29 @@ class Job:
     """Torch's global generator is seeded with it before the render, so that even a callback
     drawing without a seed of its own (``Noise(seed=None)``) renders the same bits anywhere."""
 
+    def row(self, **fields: Any) -> dict[str, Any]:
+        """The job's manifest row: what the job says, then ``fields``."""
+        return {
+            "id": self.id,
+            "point": self.point,
+            "input": self.input,
+            "input_index": self.input_index,
+            "audio": self.audio,
+            **fields,
+            "axes": self.axes,
+            "config": self.config,
+        }
 
-def with_threads(threads: int) -> Any:
-    """A context that runs torch on ``threads`` threads and puts the count back after."""
 
-    class _Threads:
-        def __enter__(self) -> None:
-            self.previous = torch.get_num_threads()
-            torch.set_num_threads(threads)
-
-        def __exit__(self, *exc: object) -> None:
-            torch.set_num_threads(self.previous)
-
-    return _Threads()
+@contextlib.contextmanager
+def with_threads(threads: int) -> Iterator[None]:
+    """Run torch on ``threads`` threads, and put the count back after."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def load_bended(
@@ -87,7 +99,7 @@ def load_bended(
     ``block_size`` samples' worth when it runs in one pass)."""
     bended = BendedModule(load_model(model, checkpoint, option="checkpoint"))
     streams(bended.module)
-    trace_audio(bended, method, torch.zeros(1, 1, block_size or 8192))
+    trace_audio(bended, method, torch.zeros(1, 1, block_size or STREAM_BLOCK))
     return bended
 
 
@@ -114,11 +126,14 @@ def encode(audio: torch.Tensor, sample_rate: int, fmt: str) -> bytes:
 class Renderer:
     """A worker's model, loaded once, and the renders it makes."""
 
-    def __init__(self, setup: Setup) -> None:
+    def __init__(self, setup: Setup, bended: BendedModule | None = None) -> None:
+        """``bended``: the model already loaded (as :func:`load_bended` gives it), if it is."""
         self.setup = setup
         self.worker = f"pid {os.getpid()}"
-        with with_threads(setup.threads):
-            self.bended = load_bended(setup.model, setup.checkpoint, setup.method, setup.block_size)
+        if bended is None:
+            with with_threads(setup.threads):
+                bended = load_bended(setup.model, setup.checkpoint, setup.method, setup.block_size)
+        self.bended = bended
         self.inputs = [torch.from_numpy(a) for a in setup.inputs]
         self.unbent = [torch.from_numpy(a) for a in setup.unbent]
 
@@ -131,21 +146,13 @@ class Renderer:
     def _render(self, job: Job) -> tuple[dict[str, Any], bytes | None]:
         setup = self.setup
         audio = self.inputs[job.input_index]
-        row: dict[str, Any] = {
-            "id": job.id,
-            "point": job.point,
-            "input": job.input,
-            "input_index": job.input_index,
-            "audio": job.audio,
-            "seconds": round(audio.shape[-1] / setup.sample_rate, 6),
-            "sample_rate": setup.sample_rate,
-            "axes": job.axes,
-            "config": job.config,
-        }
+        row = job.row(
+            seconds=round(audio.shape[-1] / setup.sample_rate, 6),
+            sample_rate=setup.sample_rate,
+        )
         start = time.perf_counter()
         torch.manual_seed(job.seed)
-        try:
-            self.bended.reset()
+        try:  # from the unbent model: the previous job's bendings were reset after it
             self.bended.bend(BendingConfig.from_dict(job.config, source=f"render {job.id}"))
             with torch.inference_mode():
                 out = run_audio(self.bended, setup, audio)

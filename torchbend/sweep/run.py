@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
 import random
 import re
 import sys
@@ -118,35 +119,31 @@ class Sweep:
             return str(path)
 
     def check(self) -> None:
-        """Refuse a space with a value the bending refuses, before any render: each value of
-        each axis (or both ends of a range drawn at random) is applied to the model once."""
+        """Refuse a space with a value the bending refuses, before any render: the first point,
+        then each value of each axis (both ends of a range drawn at random) in it, applied to
+        the model once each."""
         first = self.values(0)
-        seen: set[str] = set()
+        tried: list[tuple[str, dict[str, Any]]] = [("the first point", first)]
         for axis in self.axes:
-            if axis.kind == "range" and axis.steps is None:
-                probes = [axis._cast(axis.low), axis._cast(axis.high)]
-            else:
-                probes = axis.grid()
-            for value in probes:
-                config = self.config({**first, axis.name: value})
-                text = json.dumps(config, sort_keys=True)
-                if text in seen:
-                    continue
-                seen.add(text)
-                try:
-                    self.bended.bend(
-                        BendingConfig.from_dict(config, source=f"axis {axis.name!r} = {value!r}")
-                    )
-                except Exception as e:
-                    raise SweepError(
-                        f"axis {axis.name!r} = {json.dumps(value)}: the bending fails: "
-                        f"{' '.join(str(e).split())}"
-                    ) from None
-                finally:
-                    self.bended.reset()
-        if not self.axes:
-            self.bended.bend(BendingConfig.from_dict(self.config({}), source="base"))
-            self.bended.reset()
+            tried += [
+                (f"axis {axis.name!r} = {json.dumps(v)}", {**first, axis.name: v})
+                for v in axis.probes()
+            ]
+        seen: set[str] = set()
+        for label, values in tried:
+            config = self.config(values)
+            text = json.dumps(config, sort_keys=True)
+            if text in seen:
+                continue
+            seen.add(text)
+            try:
+                self.bended.bend(BendingConfig.from_dict(config, source=label))
+            except Exception as e:
+                raise SweepError(
+                    f"{label}: the bending fails: {' '.join(str(e).split())}"
+                ) from None
+            finally:
+                self.bended.reset()
 
     def setup(self, unbent: list[torch.Tensor]) -> Setup:
         return Setup(
@@ -164,7 +161,7 @@ class Sweep:
 
     def render_unbent(self) -> list[torch.Tensor]:
         """Each input through the unbent model, as the workers render."""
-        setup = self.setup([torch.zeros(0)] * len(self.audio))
+        setup = self.setup([])
         with with_threads(self.spec.threads), torch.inference_mode():
             return [run_audio(self.bended, setup, a).contiguous() for a in self.audio]
 
@@ -312,8 +309,6 @@ def plan(
 
 
 def _default_workers() -> int:
-    import os
-
     return os.cpu_count() or 1
 
 
@@ -322,13 +317,7 @@ def _probe(sweep: Sweep) -> float:
     encoded as a worker does, after one render to warm up)."""
     from .render import Renderer
 
-    unbent = sweep.render_unbent()
-    renderer = Renderer.__new__(Renderer)
-    renderer.setup = sweep.setup(unbent)
-    renderer.worker = "probe"
-    renderer.bended = sweep.bended
-    renderer.inputs = sweep.audio
-    renderer.unbent = unbent
+    renderer = Renderer(sweep.setup(sweep.render_unbent()), bended=sweep.bended)
     jobs = list(_first_jobs(sweep))
     renderer.render(jobs[0])
     start = time.perf_counter()
@@ -487,10 +476,11 @@ def run(
         if not target.is_file():
             write_atomic(target, encode(unbent[i], sweep.sample_rate, "wav"))
     write_atomic(folder / SWEEP, (json.dumps(_description(sweep), indent=1) + "\n").encode())
-    order = [job.id for job in sweep.jobs()]
+    jobs = list(sweep.jobs())
+    order = [job.id for job in jobs]
     todo = [
         job
-        for job in sweep.jobs()
+        for job in jobs
         if job.id not in manifest
         or (
             manifest.rows[job.id]["audio"]

@@ -25,6 +25,7 @@ import hashlib
 import json
 import math
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,6 +136,13 @@ class Axis:
         if self.log:
             return self._cast(self.low * (self.high / self.low) ** u)
         return self._cast(self.low + (self.high - self.low) * u)
+
+    def probes(self) -> list[Any]:
+        """The values to try on the model before a sweep: every value of the grid, or both
+        ends of a range drawn at random."""
+        if self.kind == "range" and self.steps is None:
+            return [self._cast(self.low), self._cast(self.high)]
+        return self.grid()
 
     def _cast(self, value: float) -> float | int:
         return round(value) if self.integer else float(value)
@@ -483,8 +491,6 @@ def _axis(name: Any, data: Any, base: dict[str, Any], source: str, sample: str) 
             raise SweepError(
                 f"{where}, pattern: expected a regular expression, got {_show(pattern)}"
             )
-        import re
-
         try:
             re.compile(pattern)
         except re.error as e:
@@ -493,15 +499,12 @@ def _axis(name: Any, data: Any, base: dict[str, Any], source: str, sample: str) 
             ) from None
         if method is not None and not isinstance(method, str):
             raise SweepError(f"{where}, method: expected a method's name, got {_show(method)}")
-        if not (isinstance(container, dict) and key == "patterns") and not isinstance(
-            container, list
-        ):
-            current = container[key] if key in container else None
-            if not isinstance(current, str):
-                raise SweepError(
-                    f"{where}: a targets axis sets a bending's patterns (bendings.N.patterns) "
-                    "or one pattern (bendings.N.patterns.K)"
-                )
+        sets_patterns = isinstance(container, list) or key == "patterns"
+        if not sets_patterns and not isinstance(container.get(key), str):
+            raise SweepError(
+                f"{where}: a targets axis sets a bending's patterns (bendings.N.patterns) "
+                "or one pattern (bendings.N.patterns.K)"
+            )
         return Axis(name, path, kind, targets=targets, pattern=pattern, method=method)
     low_high, steps = data["range"], data.get("steps")
     log, integer = data.get("log", False), data.get("integer", False)
