@@ -206,6 +206,31 @@ def test_python_state_changed_in_forward_is_an_error(backend):
     assert module.calls == 0
 
 
+class LeafCounter(nn.Module):
+    """The error's advice taken: the counter is a leaf, its code runs at every call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counter = Counter()
+        self.counter.torchbend_leaf = True
+        self.scale = nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.scale(self.counter(x))
+
+
+def test_python_state_changed_by_a_leaf_is_state_it_changes_at_every_call():
+    module = LeafCounter()
+    bended = tb.BendedModule(module)
+    bended.trace(x=torch.ones(2))
+    for _ in range(3):
+        before = module.counter.calls
+        out = bended(torch.ones(2))
+        assert module.counter.calls == before + 1
+        with torch.no_grad():
+            assert torch.equal(out, module.scale(torch.ones(2) * module.counter.calls))
+
+
 class ModeInADict(nn.Module):
     def forward(self, batch):
         x = batch["x"][None, None]

@@ -61,10 +61,13 @@ def kept_attributes(root: torch.nn.Module) -> Iterator[None]:
     run of the block changed or added, and raise :class:`TracingError` naming them.
 
     A graph does not record such changes: its calls would not make them, and would keep what
-    the run saw (a call counter, a cached length). Traced values assigned to attributes are
+    the run saw (a call counter, a cached length). Leaves (``torchbend_leaf = True``) and
+    their submodules raise nothing, since their code runs at every call; what they changed is
+    put back all the same. Traced values assigned to attributes are
     taken back silently: they are proxies leaking from a trace.
     """
     modules = list(root.named_modules(remove_duplicate=False))
+    leaves = [f"{prefix}." for prefix, m in modules if getattr(m, "torchbend_leaf", False)]
     attributes = [(prefix, m, dict(vars(m))) for prefix, m in modules]
     changed: list[str] = []
     try:
@@ -76,7 +79,10 @@ def kept_attributes(root: torch.nn.Module) -> Iterator[None]:
                 if isinstance(value, torch.fx.Proxy) or (
                     value is not old and is_plain(value) and not (is_plain(old) and value == old)
                 ):
-                    if not isinstance(value, torch.fx.Proxy):
+                    # a leaf's own code runs at every call of a graph: what it sets, its
+                    # calls set again (put back all the same: tracing is not a call)
+                    leaf = any(f"{prefix}.".startswith(p) for p in leaves)
+                    if not isinstance(value, torch.fx.Proxy) and not leaf:
                         changed.append(f"{prefix}.{key}".lstrip(".") + f" ({old!r} -> {value!r})")
                     if old is not _ABSENT:
                         vars(m)[key] = old
