@@ -11,6 +11,7 @@ __all__ = [
     "ExportError",
     "GuardError",
     "SelectionError",
+    "StudioError",
     "SweepError",
     "TorchbendError",
     "TracingError",
@@ -57,6 +58,15 @@ class WeightsError(TorchbendError):
 
 class SweepError(TorchbendError):
     """A sweep's specification, output folder or manifest is not what a sweep can use."""
+
+
+class StudioError(TorchbendError):
+    """A request to the studio's server that it cannot take: ``status`` is the HTTP status
+    the server answers with (400 a bad request, 404 nothing of that name, 413 too large)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def closest(word: str, candidates: Iterable[str], n: int = 3) -> list[str]:

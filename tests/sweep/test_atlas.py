@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.sweep.browser import needs_browser, open_page
+from tests.browser import needs_browser, open_page
 from torchbend.sweep.atlas import atlas
 
 soundfile = pytest.importorskip("soundfile")

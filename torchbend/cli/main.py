@@ -19,6 +19,7 @@ from .commands import (
     cmd_models,
 )
 from .resolve import MODEL_FORMS, parse_shape
+from .studio import cmd_studio
 from .sweep import ENGINES, cmd_sweep_best, cmd_sweep_map, cmd_sweep_plan, cmd_sweep_run
 
 __all__ = ["build_parser", "main"]
@@ -207,6 +208,42 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("models", "list the shipped models")
     p.set_defaults(run=cmd_models)
+
+    p = command("studio", "open a model in a web page to look inside it, bend it and hear it")
+    p.add_argument("model", nargs="?", default="tiny_rave", help=f"the model: {MODEL_FORMS}")
+    p.add_argument("--checkpoint", help="a state dict file to load into a module:factory MODEL")
+    p.add_argument("--fn", default="forward", help="the method to render (audio in, audio out)")
+    p.add_argument(
+        "--block-size",
+        type=_positive,
+        default=None,
+        help="samples per block; by default 8192 for a model that streams, one pass otherwise",
+    )
+    p.add_argument(
+        "--sound",
+        action="append",
+        metavar="FILE",
+        help="an audio file to open besides the shipped sounds; repeat it for more",
+    )
+    p.add_argument("--config", help="a bending configuration file (JSON) to start from")
+    p.add_argument(
+        "--output",
+        default="torchbend-studio",
+        help="the folder renders, uploads and saved configurations go to",
+    )
+    p.add_argument("--sweep", metavar="FOLDER", help="a sweep's folder whose atlas the page opens")
+    p.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    p.add_argument("--port", type=_count, default=8765, help="the port (0: any free one)")
+    p.add_argument(
+        "--remote",
+        action="store_true",
+        help="allow a --host other machines can reach (then every request needs the token)",
+    )
+    p.add_argument("--token", help="a token requests must carry (made for you with --remote)")
+    p.add_argument("--no-browser", action="store_true", help="do not open the page")
+    p.add_argument("--max-seconds", type=float, default=120.0, help="longest upload, in seconds")
+    p.add_argument("--max-mb", type=float, default=50.0, help="largest upload, in megabytes")
+    p.set_defaults(run=cmd_studio)
 
     p = command("sweep", "render many bendings over sounds, measure and map them (docs/sweeps.md)")
     steps = p.add_subparsers(

@@ -17,7 +17,16 @@ from typing import Any
 
 import pytest
 
-__all__ = ["Opened", "chromium_path", "missing", "needs_browser", "open_page"]
+__all__ = ["CHROMIUM_FLAGS", "Opened", "chromium_path", "missing", "needs_browser", "open_page"]
+
+CHROMIUM_FLAGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+)
+"""How the tests launch Chromium, headless (see :func:`open_page`)."""
 
 _NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -68,7 +77,9 @@ def open_page(
     """Open a file (by path) or a URL in headless Chromium and wait for it to load.
 
     ``--no-sandbox`` because tests may run as root, where Chromium's sandbox refuses to start;
-    autoplay is allowed so that ``audio.play()`` starts without a real user gesture.
+    no GPU, no background network, no component updates and no first-run screens, since the
+    test machines have neither a GPU nor the internet; autoplay is allowed so that
+    ``audio.play()`` starts without a real user gesture.
     """
     from playwright.sync_api import sync_playwright
 
@@ -80,7 +91,7 @@ def open_page(
         browser = playwright.chromium.launch(
             executable_path=executable,
             headless=True,
-            args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required"],
+            args=[*CHROMIUM_FLAGS, "--autoplay-policy=no-user-gesture-required"],
         )
         try:
             page = browser.new_page(viewport={"width": width, "height": height})
