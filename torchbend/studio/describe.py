@@ -226,7 +226,8 @@ def statistics(name: str, kind: str, x: torch.Tensor) -> dict[str, Any]:
         "dtype": str(x.dtype).removeprefix("torch."),
         **_moments(x.detach().float()),
         "nonfinite": int((~torch.isfinite(x.detach().float())).sum()),
-        "picture": picture(x),
+        # a weight: its outputs down, everything each output reads across
+        "picture": picture(x.reshape(x.shape[0], -1) if kind == "weight" and x.dim() > 1 else x),
     }
 
 

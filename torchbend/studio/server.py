@@ -244,8 +244,8 @@ def create_app(studio: Studio, *, token: str | None = None, hosts: set[str] | No
 
     async def audio(request: Request) -> Response:
         kind = request.path_params["file"].removesuffix(".wav")
-        data = studio.audio_file(request.path_params["render"], kind)
-        return Response(data, media_type="audio/wav")
+        path = studio.audio_file(request.path_params["render"], kind)
+        return FileResponse(path, media_type="audio/wav")  # answers Range: the page seeks
 
     async def live(ws: WebSocket) -> None:
         await ws.accept()
@@ -354,6 +354,12 @@ def _static_files() -> set[str]:
     return {p.name for p in STATIC.iterdir() if p.is_file() and p.suffix in _TYPES}
 
 
+def _public(path: str) -> bool:
+    """Whether ``path`` is the page itself, which holds no data and reads the token from its
+    address (a ``<script src>`` cannot send a header): everything else needs the token."""
+    return path == "/" or (path.startswith("/static/") and path.count("/") == 2)
+
+
 class _Guard:
     """Refuses requests with another ``Host`` than the server's own, or without the token."""
 
@@ -370,7 +376,7 @@ class _Guard:
         problem = None
         if self.hosts is not None and headers.get("host", "") not in self.hosts:
             problem = (403, f"this studio answers only at {sorted(self.hosts)}")
-        elif self.token is not None:
+        elif self.token is not None and not _public(scope["path"]):
             from urllib.parse import parse_qs
 
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))

@@ -40,7 +40,7 @@ HISTORY = 200
 """Undo steps kept."""
 
 RENDERS = 16
-"""Renders kept in memory (their files stay in the output folder)."""
+"""Renders the page can play (older ones stay in the output folder)."""
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -49,10 +49,10 @@ _KINDS = ("input", "unbent", "bended")
 
 @dataclass
 class Render:
-    """One render: the three files the page plays, as WAV bytes."""
+    """One render: the three files the page plays, in the output folder."""
 
     id: str
-    files: dict[str, bytes]
+    files: dict[str, Path]
 
 
 class Studio:
@@ -466,11 +466,11 @@ class Studio:
             render_id = f"r{self._count}"
         measures, flags = measure(bended, self.sample_rate, unbent)
         outputs = {"input": audio, "unbent": unbent, "bended": bended}
-        files = {k: encode(v, self.sample_rate, "wav") for k, v in outputs.items()}
         folder = self.output / "renders"
         folder.mkdir(exist_ok=True)
-        for kind, data in files.items():
-            (folder / f"{render_id}-{sound.id}-{kind}.wav").write_bytes(data)
+        files = {k: folder / f"{render_id}-{sound.id}-{k}.wav" for k in outputs}
+        for kind, path in files.items():
+            path.write_bytes(encode(outputs[kind], self.sample_rate, "wav"))
         self.renders[render_id] = Render(render_id, files)
         while len(self.renders) > RENDERS:
             self.renders.popitem(last=False)
@@ -495,7 +495,7 @@ class Studio:
             },
         }
 
-    def audio_file(self, render_id: str, kind: str) -> bytes:
+    def audio_file(self, render_id: str, kind: str) -> Path:
         render_ = self.renders.get(render_id)
         if render_ is None:
             raise StudioError(

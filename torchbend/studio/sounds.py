@@ -73,8 +73,9 @@ class SoundLibrary:
         self.sounds: dict[str, Sound] = {}
 
     def add_file(self, path: Path, source: str) -> Sound:
-        """Read the audio file at ``path`` (a shipped sound, or a file the user named)."""
-        audio, channels = self._read(path, path.name)
+        """Read the audio file at ``path`` (a shipped sound, or a file the user named: no
+        limit on its length)."""
+        audio, channels = self._read(path, path.name, limited=False)
         sound_id = self._new_id(path.stem)
         self.sounds[sound_id] = Sound(
             sound_id, path.name, source, audio, self.sample_rate, channels
@@ -100,7 +101,7 @@ class SoundLibrary:
         path = self.uploads / f"{sound_id}{suffix}"
         path.write_bytes(data)
         try:
-            audio, channels = self._read(path, label)
+            audio, channels = self._read(path, label, limited=True)
         except StudioError:
             path.unlink(missing_ok=True)
             raise
@@ -120,7 +121,7 @@ class SoundLibrary:
     def to_list(self) -> list[dict[str, Any]]:
         return [s.to_dict() for s in self.sounds.values()]
 
-    def _read(self, path: Path, label: str) -> tuple[torch.Tensor, int]:
+    def _read(self, path: Path, label: str, limited: bool) -> tuple[torch.Tensor, int]:
         import soundfile
 
         try:
@@ -130,7 +131,7 @@ class SoundLibrary:
         seconds = info.frames / info.samplerate if info.samplerate else 0.0
         if info.frames <= 0:
             raise StudioError(f"{label} holds no samples; give a sound at least one sample long")
-        if seconds > self.limits.seconds:
+        if limited and seconds > self.limits.seconds:
             raise StudioError(
                 f"{label} lasts {seconds:.1f} s; sounds are at most {self.limits.seconds:g} s "
                 "long (cut it, or start the studio with a larger --max-seconds)"
