@@ -79,9 +79,25 @@ def check_sweep(args: list[str], out: str, tmp_path: Path) -> None:
         assert [line.split()[2] for line in out.splitlines()] == [r["id"] for r in rows]
 
 
+def check_studio(args: list[str], tmp_path: Path) -> None:
+    """The studio the README starts bends and renders as Python does."""
+    from tests.cli.test_studio import studio_command
+    from tests.studio.client import decode_wav
+
+    mask = {"class": "Mask", "args": {"prob": 0.3, "dim": -2, "seed": 0}}
+    with studio_command(args, tmp_path) as client:
+        assert client.ok("GET", "/api/model")["model"] == "tiny_rave"
+        client.ok("POST", "/api/bendings", {"callback": mask, "patterns": ["decoder_1$"]})
+        rendered = client.ok("POST", "/api/render", {"sound": "pad"})
+        heard, _ = decode_wav(client.get(rendered["audio"]["bended"])[1])
+    sound, _ = tb.audio.load(ROOT / "assets" / "sounds" / "pad.wav", mono=True)
+    python = python_render(sound, ["Mask(prob=0.3, dim=-2, seed=0)@decoder_1$"])
+    assert torch.allclose(heard, python.clamp(-1, 1), atol=1 / 32767)
+
+
 def test_the_readme_shows_each_command() -> None:
     shown = {args[0] for args in readme_commands()}
-    assert shown == {"inspect", "bend", "export", "check", "live", "demo", "sweep"}
+    assert shown == {"inspect", "bend", "export", "check", "live", "demo", "sweep", "studio"}
 
 
 def test_readme_commands_give_what_the_python_api_gives(tmp_path, monkeypatch, capsys) -> None:
@@ -92,6 +108,9 @@ def test_readme_commands_give_what_the_python_api_gives(tmp_path, monkeypatch, c
         command = args[0]
         if command == "demo":
             continue  # tests/cli/test_commands.py::test_demo_renders_files_and_picture
+        if command == "studio":  # a server: run as a process of its own, then stopped
+            check_studio(args, tmp_path)
+            continue
         if command == "sweep":
             args = [str(ROOT / a) if a.startswith("examples/") else a for a in args]
         if command == "live":

@@ -446,6 +446,7 @@ class StudioServer:
             raise StudioError(
                 f"cannot listen on {host}:{port} ({e.strerror}); choose another --port"
             ) from None
+        self.socket.listen(128)  # the printed address takes connections from now on
         self.host = host
         self.port = self.socket.getsockname()[1]
         hosts = None
