@@ -14,6 +14,7 @@ PAGES = {
     "callbacks.md#control-metadata": "## Control metadata",
     "export.md": "### Reading it without torch",
     "realtime.md": "## Safety stage",
+    "studio.md": "### The studio from Python",
     "sweeps.md": "## Python",
 }
 """The pages, or their sections (from a heading to the next of its level or above), whose
@@ -28,7 +29,9 @@ def python_blocks(page: Path, heading: str = "") -> list[tuple[int, str]]:
     if heading:
         start = text.index(f"\n{heading}\n")
         level = heading.split(" ")[0]
-        later = re.search(rf"^#{{1,{len(level)}}} ", text[start + len(heading) + 2 :], re.M)
+        # headings outside code blocks (a "# comment" in a block is none)
+        prose = re.sub(r"^```.*?^```", lambda m: " " * len(m.group()), text, flags=re.S | re.M)
+        later = re.search(rf"^#{{1,{len(level)}}} ", prose[start + len(heading) + 2 :], re.M)
         end = start + len(heading) + 2 + later.start() if later else len(text)
     return [
         (text.count("\n", 0, m.start(1)) + 1, m.group(1))

@@ -229,6 +229,13 @@ def test_bad_input_is_shown_on_the_page_and_changes_nothing(page: Any, studio: S
     )
     p.wait_for_selector("#error:has-text('ending in .wav, .flac, .ogg')")
     page.console_errors[:] = [e for e in page.console_errors if FAILED_REQUEST not in e]
+    p.fill("#target", "decoder_2$")
+    p.select_option("#callback", "Scale")
+    p.fill("#arg-scale", "50")
+    p.click("#attach")
+    p.wait_for_selector("#bendings li[data-callback='Scale']")
+    p.click("#render")
+    p.wait_for_selector("#render-flags:has-text('clipping')")  # what measures flag is shown
 
 
 def test_live_mode_streams_and_follows_the_knob(page: Any, studio: Studio) -> None:
@@ -237,9 +244,9 @@ def test_live_mode_streams_and_follows_the_knob(page: Any, studio: Studio) -> No
     p.select_option("#callback", "Scale")
     p.check("#knob-scale")
     p.click("#attach")
+    p.wait_for_selector("#controls input.control")
     (name,) = studio.bended.controllables
     knob = f"#controls input.control[data-name='{name}']"
-    p.wait_for_selector(knob)
     p.click("#live")
     p.wait_for_function(
         "() => Number(document.querySelector('#live-stats').dataset.blocks || 0) >= 3"
@@ -267,7 +274,8 @@ def test_a_token_in_the_address_reaches_every_request(studio: Studio) -> None:
             assert opened.errors == []
 
 
-def test_the_sweep_opens_in_the_page(tmp_path: Path) -> None:
+@pytest.mark.parametrize("token", [None, "sweep-token-123"])
+def test_the_sweep_opens_in_the_page(tmp_path: Path, token: str | None) -> None:
     folder = tmp_path / "sweep"
     spec = {
         "model": "tiny_rave",
@@ -284,10 +292,16 @@ def test_the_sweep_opens_in_the_page(tmp_path: Path) -> None:
     tb.sweep.run(path, folder, workers=0, progress=False)
     tb.sweep.map(folder, png=False)
     studio = tiny_studio(tmp_path / "out", sweep=folder)
-    with served(studio) as server, open_page(server.url) as opened:
+    with served(studio, token=token) as server, open_page(server.url) as opened:
         p = opened.page
         p.wait_for_selector("body[data-ready='1']")
         p.click("#tab-sweep")
         frame = p.frame_locator("#sweep")
-        assert frame.locator("svg circle, svg .point, [data-id]").count() >= 2
+        points = frame.locator("[data-id]")
+        points.nth(1).wait_for(state="attached")  # the atlas draws its renders once loaded
+        assert points.count() == 2
+        # The atlas fetches its renders by relative paths: with a token, the cookie carries it.
+        audio = tb.sweep.read_rows(folder)[0]["audio"]
+        atlas = next(f for f in p.frames if f.url.endswith("atlas.html") or "atlas.html?" in f.url)
+        assert atlas.evaluate(f"async () => (await fetch({audio!r})).status") == 200
         assert opened.errors == []

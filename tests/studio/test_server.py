@@ -421,7 +421,8 @@ def test_render_gives_the_three_files_and_python_gives_the_same_bent_audio(
         assert status == 200
         files[kind], rate = decode_wav(data)
         assert rate == 44100 and files[kind].shape == (1, int(1.3 * 44100))
-        assert (studio.output / "renders" / f"{got['id']}-drums-{kind}.wav").read_bytes() == data
+        written = studio.output / "renders" / f"{studio._session}-{got['id']}-drums-{kind}.wav"
+        assert written.read_bytes() == data
         view = got["views"][kind]
         assert len(view["waveform"]["min"]) == 400 and view["spectrogram"]["rows"] == 96
     # The same configuration, saved and loaded in Python, renders the same file.
@@ -575,11 +576,15 @@ def test_only_this_machine_by_default(studio: Studio) -> None:
         assert status == 403 and "answers only at" in error["error"]
     with pytest.raises(StudioError, match="add --remote"):
         StudioServer(studio, host="0.0.0.0", port=0)
-    remote = StudioServer(studio, host="0.0.0.0", port=0, remote=True)
+    remote = StudioServer(studio, host="0.0.0.0", port=0, remote=True).start()
     try:
         assert remote.token and len(remote.token) >= 16 and f"?token={remote.token}" in remote.url
+        client = Client(f"http://127.0.0.1:{remote.port}/")
+        status, error = client.get("/api/model")
+        assert status == 401 and "needs its token" in error["error"]
+        assert client.get(f"/api/model?token={remote.token}")[0] == 200
     finally:
-        remote.socket.close()
+        remote.stop()
     with pytest.raises(StudioError, match="at least 8"):
         StudioServer(studio, port=0, token="short")
 
@@ -598,6 +603,10 @@ def test_a_token_guards_every_request(studio: Studio) -> None:
         assert client.get("/api/model?token=wrong-token")[0] == 401
         assert client.get("/api/model?token=s3cret-token")[0] == 200
         assert client.get("/api/model", headers={"X-Torchbend-Token": "s3cret-token"})[0] == 200
+        cookie = {"Cookie": "other=1; torchbend_token=s3cret-token"}
+        assert client.get("/api/model", headers=cookie)[0] == 200  # the atlas's frame
+        assert client.get("/api/model", headers={"Cookie": "torchbend_token=nope"})[0] == 401
+        assert client.get("/api/model", headers={"Cookie": 'torchbend_token="s3c'})[0] == 401
         url = client.base.replace("http", "ws") + "/api/live"
         with pytest.raises(websockets.exceptions.WebSocketException):
             live_session(url, [{"type": "start"}], 1)
@@ -654,3 +663,37 @@ def test_bending_never_changes_the_wrapped_weights(client: Client, studio: Studi
     client.ok("POST", "/api/undo")
     after = studio.bended.module.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_a_second_session_in_the_same_folder_keeps_the_first_ones_files(tmp_path: Path) -> None:
+    files = {}
+    for session in range(2):
+        studio = tiny_studio(tmp_path / "out")
+        studio._session = f"session{session}"  # two sessions started in the same second
+        with served(studio) as server:
+            client = Client(server.url)
+            sound = client.ok("POST", "/api/sounds?name=loop.wav", raw=wav_bytes(0.1 + session))
+            rendered = client.ok("POST", "/api/render", {"sound": sound["id"]})
+            files[session] = (sound["id"], studio.audio_file(rendered["id"], "input"))
+    assert files[0][0] != files[1][0] and files[0][1] != files[1][1]
+    first, _ = decode_wav(files[0][1].read_bytes())
+    assert first.shape[-1] == int(0.1 * 44100)
+    assert len(list((tmp_path / "out" / "uploads").iterdir())) == 2
+
+
+def test_bendings_take_every_option_of_bend(client: Client, studio: Studio) -> None:
+    state = client.ok(
+        "POST",
+        "/api/bendings",
+        {
+            **MASK,
+            "blend": 0.5,
+            "subset": {"fraction": 0.25, "dim": -2, "seed": 0},
+            "window": {"start": 0, "end": 4096},
+            "guard": {"finite": True},
+        },
+    )
+    (bending,) = state["config"]["bendings"]
+    assert bending["blend"] == 0.5 and bending["subset"]["fraction"] == 0.25
+    assert bending["window"]["end"] == 4096 and "guard" in bending
+    assert client.ok("POST", "/api/render", {"seconds": 0.3})["differs"] is True

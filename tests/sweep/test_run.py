@@ -17,11 +17,11 @@ import soundfile
 import torch
 
 import torchbend as tb
+from tests.browser import needs_browser, open_page
 from torchbend.audio.render import STREAM_BLOCK, render, streams, trace_audio
 from torchbend.errors import SweepError
 from torchbend.sweep import LocalPool, RayEngine
 
-from tests.browser import needs_browser, open_page
 from .sweeps import SOUNDS, audio_bytes, comparable, small_spec, write_spec
 
 

@@ -34,7 +34,7 @@ def cmd_studio(args: argparse.Namespace) -> int:
         sweep=args.sweep,
     )
     if args.config:
-        studio.set_config(BendingConfig.load(args.config).to_dict(keys=False))
+        studio.editor.set_config(BendingConfig.load(args.config).to_dict(keys=False))
     server = StudioServer(studio, args.host, args.port, token, args.remote)
     print(f"torchbend studio: {server.url} (Ctrl+C stops it)", file=sys.stderr, flush=True)
     server.run(open_browser=not args.no_browser)

@@ -257,7 +257,8 @@ def form_callback(name: str) -> type[BendingCallback]:
 
 def _summary(cls: type) -> str:
     doc = inspect.getdoc(cls) or ""
-    return doc.split("\n\n")[0].replace("\n", " ").strip()
+    summary = doc.split("\n\n")[0].replace("\n", " ").strip()
+    return re.sub(r":\w+:`~?([^`]+)`", r"\1", summary).replace("``", "")  # reST to text
 
 
 def _arguments(cls: type) -> list[dict[str, Any]]:

@@ -191,39 +191,39 @@ def create_app(studio: Studio, *, token: str | None = None, hosts: set[str] | No
 
     async def config(request: Request) -> Any:
         if request.method == "PUT":
-            return await threaded(studio.set_config, await body(request))
-        return await threaded(studio.state)
+            return await threaded(studio.editor.set_config, await body(request))
+        return await threaded(studio.editor.state)
 
     async def add(request: Request) -> Any:
-        return await threaded(studio.add, await body(request))
+        return await threaded(studio.editor.add, await body(request))
 
     async def remove(request: Request) -> Any:
-        return await threaded(studio.remove, index_of(request))
+        return await threaded(studio.editor.remove, index_of(request))
 
     async def move(request: Request) -> Any:
         to = field(await body(request), "to")
-        return await threaded(studio.move, index_of(request), to)
+        return await threaded(studio.editor.move, index_of(request), to)
 
     async def reset(request: Request) -> Any:
-        return await threaded(studio.reset)
+        return await threaded(studio.editor.reset)
 
     async def undo(request: Request) -> Any:
-        return await threaded(studio.undo)
+        return await threaded(studio.editor.undo)
 
     async def redo(request: Request) -> Any:
-        return await threaded(studio.redo)
+        return await threaded(studio.editor.redo)
 
     async def control(request: Request) -> Any:
         value = field(await body(request), "value")
-        return await threaded(studio.set_control, request.path_params["name"], value)
+        return await threaded(studio.editor.set_control, request.path_params["name"], value)
 
     async def configs(request: Request) -> Any:
         if request.method == "POST":
-            return await threaded(studio.save, field(await body(request), "name"))
-        return {"configs": studio.saved()}
+            return await threaded(studio.editor.save, field(await body(request), "name"))
+        return {"configs": studio.editor.saved()}
 
     async def saved(request: Request) -> Any:
-        return await threaded(studio.load_saved, request.path_params["name"])
+        return await threaded(studio.editor.load_saved, request.path_params["name"])
 
     async def sounds(request: Request) -> Any:
         if request.method == "POST":
@@ -275,7 +275,7 @@ def create_app(studio: Studio, *, token: str | None = None, hosts: set[str] | No
                             await ws.send_json(stats)
                     elif kind == "control":
                         name, value = field(message, "name"), field(message, "value")
-                        moved = await threaded(studio.set_control, name, value)
+                        moved = await threaded(studio.editor.set_control, name, value)
                         await ws.send_json({"type": "control", **moved})
                     elif kind == "stop":
                         stream = None
@@ -354,6 +354,24 @@ def _static_files() -> set[str]:
     return {p.name for p in STATIC.iterdir() if p.is_file() and p.suffix in _TYPES}
 
 
+TOKEN_COOKIE = "torchbend_token"
+"""The cookie the page sets (``SameSite=Strict``) so that what loads without a script of its
+own (the sweep's atlas in its frame, and the files it plays) carries the token too."""
+
+
+def _cookie(header: str, name: str) -> str:
+    from http.cookies import SimpleCookie
+    from urllib.parse import unquote
+
+    cookies: SimpleCookie = SimpleCookie()
+    try:
+        cookies.load(header)
+    except Exception:  # a malformed Cookie header: as if there were none
+        return ""
+    morsel = cookies.get(name)
+    return unquote(morsel.value) if morsel is not None else ""
+
+
 def _public(path: str) -> bool:
     """Whether ``path`` is the page itself, which holds no data and reads the token from its
     address (a ``<script src>`` cannot send a header): everything else needs the token."""
@@ -380,7 +398,11 @@ class _Guard:
             from urllib.parse import parse_qs
 
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            given = headers.get("x-torchbend-token") or (query.get("token") or [""])[0]
+            given = (
+                headers.get("x-torchbend-token")
+                or (query.get("token") or [""])[0]
+                or _cookie(headers.get("cookie", ""), TOKEN_COOKIE)
+            )
             if not hmac.compare_digest(given.encode(), self.token.encode()):
                 problem = (401, "this studio needs its token: open the address it printed")
         if problem is None:
@@ -453,7 +475,7 @@ class StudioServer:
         if is_local(host):
             shown = f"[{host}]" if ":" in host else host
             hosts = {f"{h}:{self.port}" for h in (shown, "localhost", "127.0.0.1", "[::1]")}
-        app = create_app(studio, token=token, hosts=hosts)
+        app = create_app(studio, token=self.token, hosts=hosts)
         config = uvicorn.Config(app, log_level="warning", ws="auto", lifespan="off")
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None

@@ -147,7 +147,10 @@ class SoundLibrary:
     def _new_id(self, stem: str) -> str:
         base = re.sub(r"[^A-Za-z0-9_-]+", "-", stem).strip("-")[:40] or "sound"
         sound_id, n = base, 2
-        while sound_id in self.sounds:
+        # never an id of this session, nor a file an earlier session uploaded
+        while sound_id in self.sounds or any(
+            (self.uploads / f"{sound_id}{t}").exists() for t in TYPES
+        ):
             sound_id, n = f"{base}-{n}", n + 1
         return sound_id
 

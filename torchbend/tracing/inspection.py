@@ -37,6 +37,16 @@ class _Tracer(Protocol):
     def value_of(self, proxy: torch.fx.Proxy) -> Any: ...
 
 
+SHIPPED_MODELS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "models") + os.sep
+"""torchbend's own models: model code, where a decision is the model's (for locations)."""
+
+
+def decision_file(filename: str) -> bool:
+    """Whether a decision taken in ``filename`` is located there: user code, or the code of a
+    model torchbend ships."""
+    return is_user_file(filename) or filename.startswith(SHIPPED_MODELS)
+
+
 def is_user_file(filename: str) -> bool:
     """Whether code in ``filename`` is the user's (a model's, a library's), not PyTorch's or
     torchbend's."""

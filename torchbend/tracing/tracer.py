@@ -19,7 +19,7 @@ from .compat import RootCallTracer, recorded_node, target_name
 from .factories import traced_factories
 from .facts import Fact
 from .flow import READERS, FlowStep, check_decision, is_guard
-from .inspection import USER_CODE_SKIPS, user_inspection
+from .inspection import decision_file, user_inspection
 from .objects import class_key, object_fields, rebuild_object
 from .operations import PURE_FUNCTIONS, SHAPE_ATTRIBUTES, SHAPE_METHODS, returns_none
 from .placeholders import root_call
@@ -344,7 +344,7 @@ class BendingTracer(RootCallTracer):
 
     def _user_location(self) -> tuple[str, str, str]:
         frame = inspect.currentframe()
-        while frame is not None and frame.f_code.co_filename.startswith(USER_CODE_SKIPS):
+        while frame is not None and not decision_file(frame.f_code.co_filename):
             frame = frame.f_back
         if frame is None:
             return ("<unknown>", "<unknown>", "")

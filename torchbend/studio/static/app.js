@@ -7,6 +7,9 @@ const $ = (sel, root = document) => root.querySelector(sel);
 const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
 
 const TOKEN = new URLSearchParams(location.search).get("token") || "";
+// The sweep's atlas, in its frame, loads its renders by plain relative paths: the cookie
+// carries the token there (SameSite=Strict: never on a request another site makes).
+if (TOKEN) document.cookie = `torchbend_token=${encodeURIComponent(TOKEN)}; path=/; SameSite=Strict`;
 
 /** `url` with `?token=` (or `&token=`) added when the page has a token. */
 function withToken(url) {
@@ -1568,7 +1571,11 @@ function showRenderInfo(r) {
     `${r.id} · ${r.sound} · ${fmtNum(r.seconds)} s at ${r.sample_rate} Hz · ${r.how || ""} · ${fmtNum(r.realtime_factor)}× realtime · `,
     el("span", { class: r.differs ? "differs" : "same", id: "differs",
       text: r.differs ? `bended differs from unbent (distance ${fmtNum(r.distance)})` : "bended = unbent: the bendings change nothing audible" }),
+    ...((r.flags || []).length
+      ? [" · ", el("span", { class: "flags", id: "render-flags", text: `flagged: ${r.flags.join(", ")}` })]
+      : []),
   );
+  info.dataset.flags = (r.flags || []).join(" ");
   info.dataset.differs = r.differs ? "1" : "0";
 }
 
