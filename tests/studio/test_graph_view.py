@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.browser import needs_browser, open_page
+from torchbend.studio.describe import graph_json
 
 GRAPH_JS = Path(__file__).resolve().parents[2] / "torchbend" / "studio" / "static" / "graph.js"
 
@@ -44,60 +45,7 @@ HOSTILE = '<img src=x onerror="window.pwned=1">&amp;'
 """A node name that would become an element if the view wrote names as markup."""
 
 
-# -- graph JSON ------------------------------------------------------------------------------
-
-
-def _shape(value: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.Size):
-        return list(value)
-    if isinstance(value, (tuple, list)):
-        return [_shape(v) for v in value]
-    return None
-
-
-def _dtype(value: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.dtype):
-        return str(value).removeprefix("torch.")
-    if isinstance(value, (tuple, list)):
-        return [_dtype(v) for v in value]
-    return None
-
-
-def _module(node: Any) -> str:
-    if node.op == "call_module":
-        return str(node.target)
-    stack = node.meta.get("nn_module_stack")
-    if stack:
-        last = list(stack.values())[-1]
-        return str(last[0] if isinstance(last, tuple) else last)
-    return ""
-
-
-def graph_of(graph: Any, fn: str = "forward") -> dict[str, Any]:
-    """A traced graph as the studio's server sends it (GET /api/graph)."""
-    from torchbend.tracing.records import record_of
-
-    nodes = []
-    for node in graph.nodes:
-        record = record_of(node)
-        nodes.append(
-            {
-                "name": node.name,
-                "op": node.op,
-                "target": str(node.target),
-                "module": _module(node),
-                "shape": _shape(record.shape),
-                "dtype": _dtype(record.dtype),
-                "tensor": record.is_tensor,
-                "bent": False,
-                "inputs": [n.name for n in node.all_input_nodes],
-            }
-        )
-    return {"fn": fn, "nodes": nodes, "flow_steps": [], "guards": [], "runtime_guards": 0}
+# -- graph JSON (as the server sends it: torchbend.studio.describe.graph_json) ---------------
 
 
 def synthetic(count: int = 2000, seed: int = 0) -> dict[str, Any]:
@@ -152,7 +100,7 @@ def rave_graph() -> dict[str, Any]:
 
     bended = tb.BendedModule(load_model("tiny_rave"))
     trace_audio(bended, "forward", torch.zeros(1, 1, 8192))
-    return graph_of(bended.graph("forward"))
+    return graph_json(bended, "forward")
 
 
 def transformer_graph() -> dict[str, Any]:
@@ -204,7 +152,7 @@ def transformer_graph() -> dict[str, Any]:
 
     bended = tb.BendedModule(UNet())
     bended.trace("forward", x=torch.zeros(1, 4, 16), cond=torch.zeros(1, 16, 8))
-    return graph_of(bended.graph("forward"))
+    return graph_json(bended, "forward")
 
 
 # -- the page --------------------------------------------------------------------------------
