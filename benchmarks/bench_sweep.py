@@ -58,9 +58,9 @@ from torchbend.sweep.render import Setup, encode
 from torchbend.sweep.run import load
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the sweep tests' helpers: tests/sweep/{sweeps,browser}.py
+sys.path.insert(0, str(ROOT))  # the tests' helpers: tests/browser.py, tests/sweep/sweeps.py
 
-from tests.sweep.browser import missing, open_page  # noqa: E402
+from tests.browser import missing, open_page  # noqa: E402
 from tests.sweep.sweeps import SOUNDS, audio_bytes, comparable  # noqa: E402
 
 SECTION = "sweep"
