@@ -17,7 +17,7 @@ from ..bended import BendedModule
 from ..errors import AudioError
 from ..safety import Safety, SafetyStats, safety_stage
 
-__all__ = ["MAX_BLOCK_SIZE", "MIN_BLOCK_SIZE", "Stream", "StreamStats"]
+__all__ = ["MAX_BLOCK_SIZE", "MIN_BLOCK_SIZE", "Stream", "StreamStats", "reset_cache"]
 
 MIN_BLOCK_SIZE = 64
 """Smallest block size a :class:`Stream` takes, in samples."""
@@ -219,9 +219,8 @@ class Stream:
         self._recent.clear()
         self._blocks = self._overruns = 0
         self._total = self._max = self._last = 0.0
-        reset_cache = getattr(self._inner, "reset_cache", None)
-        if cache and callable(reset_cache):
-            reset_cache()
+        if cache:
+            reset_cache(self._inner)
 
     def process(
         self, audio: torch.Tensor, before_block: Callable[[int, int], None] | None = None
@@ -321,6 +320,13 @@ class Stream:
         if self.safety is not None:
             args.append(f"safety={self.safety!r}")
         return f"Stream({', '.join(args)})"
+
+
+def reset_cache(module: nn.Module) -> None:
+    """Clear the state ``module`` keeps between blocks (its ``reset_cache()``, if it has one)."""
+    reset = getattr(module, "reset_cache", None)
+    if callable(reset):
+        reset()
 
 
 def _int_attribute(module: nn.Module, name: str, default: int | None) -> int | None:

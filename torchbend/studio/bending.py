@@ -59,10 +59,6 @@ class BendingEditor:
                 "redo": len(self.redo_stack),
             }
 
-    def config(self) -> dict[str, Any]:
-        with self.lock:
-            return self._config(keys=True)
-
     def set_config(self, data: Any) -> dict[str, Any]:
         """Bend the model with configuration ``data`` (replacing what it had): an undo step."""
         with self.lock:
@@ -125,19 +121,22 @@ class BendingEditor:
             return self.state()
 
     def undo(self) -> dict[str, Any]:
-        with self.lock:
-            if not self.undo_stack:
-                raise StudioError("nothing to undo")
-            self.redo_stack.append(self._config(keys=False))
-            self._apply(self.undo_stack.pop())
-            return self.state()
+        return self._step(self.undo_stack, self.redo_stack, "undo")
 
     def redo(self) -> dict[str, Any]:
+        return self._step(self.redo_stack, self.undo_stack, "redo")
+
+    def _step(
+        self, back: list[dict[str, Any]], forth: list[dict[str, Any]], what: str
+    ) -> dict[str, Any]:
+        """Bend the model as ``back``'s last configuration; the current one goes on ``forth``."""
         with self.lock:
-            if not self.redo_stack:
-                raise StudioError("nothing to redo")
-            self.undo_stack.append(self._config(keys=False))
-            self._apply(self.redo_stack.pop())
+            if not back:
+                raise StudioError(f"nothing to {what}")
+            now = self._config(keys=False)
+            self._apply(back[-1], now)
+            back.pop()
+            forth.append(now)
             return self.state()
 
     def set_control(self, name: str, value: Any) -> dict[str, Any]:
@@ -167,10 +166,10 @@ class BendingEditor:
     def save(self, name: Any) -> dict[str, Any]:
         """Save the configuration as ``NAME.json`` in the folder, as Python saves it."""
         path = self._config_path(name)
-        with self.lock:
-            config = self._built(self._config(keys=False))
         path.parent.mkdir(parents=True, exist_ok=True)
-        config.save(path)
+        with self.lock, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # unseeded callbacks: as in _config
+            self.bended.bending_config().save(path)
         return {"name": name, "path": str(path)}
 
     def load_saved(self, name: Any) -> dict[str, Any]:
@@ -208,15 +207,16 @@ class BendingEditor:
 
     def _change(self, data: Any) -> None:
         before = self._config(keys=False)
-        self._apply(data)
+        self._apply(data, before)
         self.undo_stack.append(before)
         del self.undo_stack[:-HISTORY]
         self.redo_stack.clear()
 
-    def _apply(self, data: Any) -> None:
-        """Bend the model with ``data`` from scratch; on failure, bend it back as it was."""
+    def _apply(self, data: Any, now: dict[str, Any]) -> None:
+        """Bend the model with ``data`` from scratch; on failure, bend it back as ``now``
+        (its configuration before, rebuilt: a reset detaches the callbacks it held)."""
         config = self._built(data)
-        before = self._built(self._config(keys=False))
+        before = self._built(now)
         try:
             self._bend(config)
         except TorchbendError as e:

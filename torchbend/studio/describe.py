@@ -143,13 +143,13 @@ def weight_rows(bended: BendedModule, flt: str | None) -> list[dict[str, Any]]:
     bent = set(bended.bended_keys())
     rows = []
     for name in filter_names(bended.weight_names, pattern(flt, "pattern")):
-        w = bended.weight(name).detach().float()
+        w = bended.weight(name).detach()
         rows.append(
             {
                 "name": name,
                 "shape": list(w.shape),
-                "dtype": str(bended.weight(name).dtype).removeprefix("torch."),
-                **_moments(w),
+                "dtype": _dtype(w.dtype),
+                **_moments(w.float()),
                 "bent": name in bent,
             }
         )
@@ -223,9 +223,9 @@ def statistics(name: str, kind: str, x: torch.Tensor) -> dict[str, Any]:
         "name": name,
         "kind": kind,
         "shape": list(x.shape),
-        "dtype": str(x.dtype).removeprefix("torch."),
+        "dtype": _dtype(x.dtype),
         **_moments(x.detach().float()),
-        "nonfinite": int((~torch.isfinite(x.detach().float())).sum()),
+        "nonfinite": int((~torch.isfinite(x.detach())).sum()),
         # a weight: its outputs down, everything each output reads across
         "picture": picture(x.reshape(x.shape[0], -1) if kind == "weight" and x.dim() > 1 else x),
     }

@@ -238,7 +238,7 @@ def create_app(studio: Studio, *, token: str | None = None, hosts: set[str] | No
         return studio.set_current(field(await body(request), "id"))
 
     async def render(request: Request) -> Any:
-        data = await body(request) if await _has_body(request) else {}
+        data = await body(request) if _has_body(request) else {}
         sound, seconds = field(data, "sound", None), field(data, "seconds", None)
         return await threaded(studio.render, sound, seconds)
 
@@ -247,50 +247,50 @@ def create_app(studio: Studio, *, token: str | None = None, hosts: set[str] | No
         path = studio.audio_file(request.path_params["render"], kind)
         return FileResponse(path, media_type="audio/wav")  # answers Range: the page seeks
 
+    async def answer(ws: WebSocket, message: Any, stream: LiveStream | None) -> LiveStream | None:
+        """Answer one message of the live socket; the stream it leaves playing."""
+        kind = field(message, "type")
+        if kind == "start":
+            sound, block = field(message, "sound", None), field(message, "block", None)
+            stream = await threaded(LiveStream, studio, sound, block)
+            await ws.send_json(stream.started())
+        elif kind == "more":
+            if stream is None:
+                raise StudioError("send {'type': 'start'} before asking for blocks")
+            count = field(message, "count", 1)
+            if type(count) is not int or not 1 <= count <= MAX_BLOCKS:  # a bool is no count
+                raise StudioError(f"'count' is 1 to {MAX_BLOCKS} blocks, got {count!r}")
+            for _ in range(count):
+                samples, stats = await threaded(stream.next)
+                await ws.send_bytes(samples)
+                await ws.send_json(stats)
+        elif kind == "control":
+            name, value = field(message, "name"), field(message, "value")
+            moved = await threaded(studio.editor.set_control, name, value)
+            await ws.send_json({"type": "control", **moved})
+        elif kind == "stop":
+            await ws.send_json({"type": "stopped"})
+            return None
+        else:
+            raise StudioError(
+                f"no message type {kind!r}; the live socket takes start, more, control and stop"
+            )
+        return stream
+
     async def live(ws: WebSocket) -> None:
         await ws.accept()
         stream: LiveStream | None = None
-        try:
-            while True:
-                try:
-                    message = json.loads(await ws.receive_text())
-                    kind = field(message, "type")
-                    if kind == "start":
-                        sound, block = field(message, "sound", None), field(message, "block", None)
-                        stream = await threaded(LiveStream, studio, sound, block)
-                        await ws.send_json(stream.started())
-                    elif kind == "more":
-                        if stream is None:
-                            raise StudioError("send {'type': 'start'} before asking for blocks")
-                        count = field(message, "count", 1)
-                        if (
-                            isinstance(count, bool)
-                            or not isinstance(count, int)
-                            or not (1 <= count <= MAX_BLOCKS)
-                        ):
-                            raise StudioError(f"'count' is 1 to {MAX_BLOCKS} blocks, got {count!r}")
-                        for _ in range(count):
-                            samples, stats = await threaded(stream.next)
-                            await ws.send_bytes(samples)
-                            await ws.send_json(stats)
-                    elif kind == "control":
-                        name, value = field(message, "name"), field(message, "value")
-                        moved = await threaded(studio.editor.set_control, name, value)
-                        await ws.send_json({"type": "control", **moved})
-                    elif kind == "stop":
-                        stream = None
-                        await ws.send_json({"type": "stopped"})
-                    else:
-                        raise StudioError(
-                            f"no message type {kind!r}; the live socket takes start, more, "
-                            "control and stop"
-                        )
-                except (StudioError, TorchbendError) as e:
-                    await ws.send_json({"type": "error", "error": str(e)})
-                except ValueError as e:
-                    await ws.send_json({"type": "error", "error": f"not a JSON message: {e}"})
-        except WebSocketDisconnect:
-            return
+        while True:
+            try:
+                text = await ws.receive_text()
+            except WebSocketDisconnect:
+                return
+            try:
+                stream = await answer(ws, json.loads(text), stream)
+            except (StudioError, TorchbendError) as e:
+                await ws.send_json({"type": "error", "error": str(e)})
+            except ValueError as e:
+                await ws.send_json({"type": "error", "error": f"not a JSON message: {e}"})
 
     routes = [
         Route("/", index_page),
@@ -330,7 +330,7 @@ def create_app(studio: Studio, *, token: str | None = None, hosts: set[str] | No
     return _Guard(app, token, hosts)
 
 
-async def _has_body(request: Any) -> bool:
+def _has_body(request: Any) -> bool:
     return request.headers.get("content-length", "0") != "0" or "chunked" in request.headers.get(
         "transfer-encoding", ""
     )

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from ..audio.render import STREAM_BLOCK, padded, ratio_of, render, streams, trace_audio
+from ..audio.stream import reset_cache
 from ..bended import BendedModule
 from ..errors import StudioError, TorchbendError, did_you_mean
 from ..sweep.measure import measure
@@ -122,7 +123,7 @@ class Studio:
         self.editor = BendingEditor(self.bended, self.lock, self.output / "configs")
         """The bending, as the page edits it."""
         self.renders: OrderedDict[str, Render] = OrderedDict()
-        self._unbent: dict[tuple[str, int], torch.Tensor] = {}
+        self._unbent: OrderedDict[tuple[str, int], torch.Tensor] = OrderedDict()
         self._count = 0
         self._session = time.strftime("%Y%m%d-%H%M%S")
         """Names this session's renders, so that another session's stay as they are."""
@@ -206,14 +207,14 @@ class Studio:
         assert self.block_size is not None
         block = self.block_size
         x = torch.nn.functional.pad(audio, (0, -audio.shape[-1] % block))[None]
-        _reset_cache(self.bended.module)
+        reset_cache(self.bended.module)
         values = []
         with torch.inference_mode():
             for start in range(0, x.shape[-1], block):
                 inputs: dict[str, Any] = {argument: x[..., start : start + block]}
                 got = self.bended.get_activations(pattern, fn=fn, **inputs)
                 values.append(got[name])
-        _reset_cache(self.bended.module)
+        reset_cache(self.bended.module)
         first = values[0]
         if all(v.shape[:-1] == first.shape[:-1] for v in values):
             return torch.cat(values, -1)
@@ -257,6 +258,8 @@ class Studio:
             key = (sound.id, audio.shape[-1])
             if key not in self._unbent:
                 self._unbent[key] = self._render(self.plain, audio, "the unbent model")
+                while len(self._unbent) > RENDERS:  # unbent renders of sounds no longer played
+                    self._unbent.popitem(last=False)
             unbent = self._unbent[key]
             start = time.perf_counter()
             bended = self._render(self.bended, audio, "the bent model")
@@ -314,12 +317,6 @@ class Studio:
                 f"rendering through {what} failed: {type(e).__name__}: {e}", 422
             ) from e
         return out.detach()
-
-
-def _reset_cache(module: nn.Module) -> None:
-    reset_cache = getattr(module, "reset_cache", None)
-    if callable(reset_cache):
-        reset_cache()
 
 
 def _sweep_folder(sweep: str | Path | None) -> Path | None:
