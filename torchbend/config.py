@@ -199,15 +199,7 @@ class BendingConfig:
             raise BendingError(f"{path} is not valid JSON: it is not UTF-8 text ({e})") from None
         except OSError as e:
             raise BendingError(f"cannot read the bending configuration {path}: {e}") from None
-        try:
-            data = json.loads(text)
-        except RecursionError:
-            raise BendingError(
-                f"{path}: lists and objects nest more than {config_schema.MAX_DEPTH} levels "
-                "deep; a bending configuration never needs as many"
-            ) from None
-        except ValueError as e:  # JSONDecodeError, and ints of more digits than Python reads
-            raise BendingError(f"{path} is not valid JSON: {e}") from None
+        data = config_schema.parse(text, str(path))
         return cls.from_dict(data, source=str(path), allow=allow)
 
 

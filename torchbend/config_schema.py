@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import deque
@@ -12,15 +13,16 @@ from typing import Any
 from .controls import CURVES, MAX_RAMP, WIDGETS
 from .errors import BendingError, did_you_mean
 
-__all__ = ["FORMAT", "MAX_DEPTH", "SCHEMA", "VERSION", "check"]
+__all__ = ["FORMAT", "MAX_DEPTH", "SCHEMA", "VERSION", "check", "parse"]
 
 FORMAT = "torchbend.bending-config"
 VERSION = 1
 
 MAX_DEPTH = 32
-"""How deep lists and objects nest in a configuration, at most. A configuration nests about five
-levels, and three more for each callback given as an argument of another: deeper is garbage,
-which the check refuses before it recurses into it."""
+"""How deep lists and objects nest in a configuration (and in any JSON torchbend reads: the
+studio's requests and messages), at most. A configuration nests about five levels, and three
+more for each callback given as an argument of another: deeper is garbage, which the check
+refuses before it recurses into it."""
 
 _IDENTIFIER = r"^[^\W\d]\w*\Z"
 _DOTTED = r"[^\W\d]\w*(\.[^\W\d]\w*)*"
@@ -348,6 +350,31 @@ def check(data: Any, source: str) -> None:
             )
 
 
+def parse(text: str | bytes, source: str) -> Any:
+    """``text`` read as JSON, refused with a :class:`BendingError` naming ``source`` when it is
+    not JSON, nests deeper than :data:`MAX_DEPTH` or holds an int beyond any float.
+
+    Python's parser recurses: JSON nested a few thousand levels deep makes it raise a
+    ``RecursionError`` that says nothing of the input, so the depth is refused here, once for
+    every reader (bending configuration files, the studio's request bodies and live messages).
+    """
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise BendingError(_too_deep(source)) from None
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, ints Python will not read
+        raise BendingError(f"{source} is not valid JSON: {e}") from None
+    _check_sizes(data, source)
+    return data
+
+
+def _too_deep(where: str) -> str:
+    return (
+        f"{where}: lists and objects nest more than {MAX_DEPTH} levels deep, the most torchbend "
+        "reads (a bending configuration nests about five)"
+    )
+
+
 def _check_sizes(data: Any, source: str) -> None:
     """Refuse what would make the schema's check recurse too deep, or fail to print: nesting
     deeper than :data:`MAX_DEPTH`, and ints beyond any float (JSON parses ``1e999`` to
@@ -364,10 +391,7 @@ def _check_sizes(data: Any, source: str) -> None:
                 )
         elif isinstance(value, (dict, list)):
             if len(path) >= MAX_DEPTH:
-                raise BendingError(
-                    f"{_where(source, path[:3])}: lists and objects nest more than "
-                    f"{MAX_DEPTH} levels deep; a bending configuration never needs as many"
-                )
+                raise BendingError(_too_deep(_where(source, path[:3])))
             items = value.items() if isinstance(value, dict) else enumerate(value)
             stack.extend((item, (*path, key)) for key, item in items)
 

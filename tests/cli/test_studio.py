@@ -88,11 +88,15 @@ def test_a_sound_named_on_the_command_line_is_current(tmp_path: Path) -> None:
         (["--config", "missing.json"], "no bending configuration at missing.json"),
         (["--max-seconds", "0"], "--max-seconds and --max-mb are numbers above 0"),
         (["--token", "abc"], "at least 8"),
+        (["tests.studio.models:dict_output"], "gives a dict with keys ['audio', 'envelope']"),
     ],
 )
 def test_bad_arguments_are_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:
     command = [sys.executable, "-m", "torchbend.cli", "studio", *args, "--no-browser"]
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # tests.studio.models, as a user's module
+    done = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("torchbend studio: error:") and message in line, line

@@ -20,7 +20,7 @@ from torchbend.errors import StudioError
 from torchbend.selection import filter_names
 from torchbend.studio import Limits, Studio, StudioServer
 from torchbend.studio.describe import FORM_CALLBACKS
-from torchbend.studio.server import STATIC
+from torchbend.studio.server import STATIC, check_bind
 
 pytestmark = pytest.mark.audio
 
@@ -322,6 +322,23 @@ def test_bad_bodies_and_indices(client: Client) -> None:
     assert status == 404 and "the API is under /api/" in error["error"]
 
 
+def test_json_nested_too_deep_is_refused_naming_the_limit(client: Client) -> None:
+    before = client.ok("GET", "/api/config")
+    for raw in (b"[" * 5000 + b"]" * 5000, json.dumps({"bendings": _nested(40)}).encode()):
+        for method, path in (("POST", "/api/bendings"), ("PUT", "/api/config")):
+            status, error = client.request(method, path, raw=raw)
+            assert status == 400, (path, error)
+            assert "nest more than 32 levels deep" in error["error"], error
+    assert client.ok("GET", "/api/config") == before
+
+
+def _nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
 def test_a_config_saved_by_python_loads_in_the_page_and_back(
     client: Client, studio: Studio, tmp_path: Path
 ) -> None:
@@ -391,6 +408,8 @@ def test_uploads_are_checked(tmp_path: Path) -> None:
             ("long.wav", wav_bytes(1.5), 400, "sounds are at most 1 s"),
             ("big.wav", wav_bytes(3.0), 413, "at most 200000"),
             ("", wav_bytes(0.1), 400, "give the file's name"),
+            ("tone%00.wav", wav_bytes(0.1), 400, "holds no control characters"),
+            ("to%0Ane.wav", wav_bytes(0.1), 400, "holds no control characters"),
         ]
         for name, data, status, message in cases:
             got, error = client.post(f"/api/sounds?name={name}", raw=data)
@@ -434,6 +453,28 @@ def test_render_gives_the_three_files_and_python_gives_the_same_bent_audio(
     python, _ = render(bended, audio, 44100, "forward", 8192)
     assert torch.allclose(files["bended"], python.clamp(-1, 1), atol=1 / 32767)
     assert not torch.allclose(files["bended"], files["unbent"], atol=1e-3)
+
+
+def test_the_last_render_is_kept_for_a_reloaded_page(client: Client) -> None:
+    assert client.ok("GET", "/api/render") == {"render": None}
+    client.ok("POST", "/api/render", {"seconds": 0.2})
+    last = client.ok("POST", "/api/render", {"sound": "bass", "seconds": 0.3})
+    assert client.ok("GET", "/api/render") == {"render": last}
+    assert client.get(last["audio"]["bended"])[0] == 200
+
+
+def test_a_model_that_gives_a_dict_is_refused_at_start_naming_what_would_render(
+    tmp_path: Path,
+) -> None:
+    from tests.studio.models import dict_output
+
+    for block_size in (None, 2048):
+        with pytest.raises(StudioError) as refused:
+            Studio(dict_output(), "mine", output=tmp_path / "out", block_size=block_size)
+        message = str(refused.value)
+        assert "DictOutput.forward gives a dict with keys ['audio', 'envelope']" in message
+        assert "--fn NAME" in message and "returns its entry 'audio'" in message
+        assert "torchbend bend" not in message
 
 
 def test_render_bad_requests(client: Client) -> None:
@@ -487,14 +528,17 @@ def test_a_render_that_crashes_leaves_the_server_up(tmp_path: Path) -> None:
 # -- live --------------------------------------------------------------------------------------
 
 
-def live_session(url: str, messages: list[dict | str], replies: int) -> list[bytes | dict]:
+def live_session(
+    url: str, messages: list[dict | str | bytes], replies: int
+) -> list[bytes | dict]:
     import websockets
 
     async def talk() -> list[bytes | dict]:
         got: list[bytes | dict] = []
         async with websockets.connect(url) as ws:
             for message in messages:
-                await ws.send(message if isinstance(message, str) else json.dumps(message))
+                text = isinstance(message, (str, bytes))  # bytes: a binary frame
+                await ws.send(message if text else json.dumps(message))
             for _ in range(replies):
                 reply = await asyncio.wait_for(ws.recv(), 60)  # never hang a test run
                 got.append(reply if isinstance(reply, bytes) else json.loads(reply))
@@ -557,12 +601,38 @@ def test_live_takes_controls_and_refuses_bad_messages(client: Client, studio: St
     ]
     got = live_session(url, messages, 9)
     errors = [g["error"] for g in got if isinstance(g, dict) and g["type"] == "error"]
-    assert "before asking for blocks" in errors[0] and "not a JSON message" in errors[1]
+    assert "before asking for blocks" in errors[0] and "not valid JSON" in errors[1]
     assert "no message type 'dance'" in errors[2] and "100" in errors[3]
     assert "'count' is 1 to 16" in errors[4] and "did you mean 'gain'" in errors[5]
     assert {"type": "control", "name": "gain", "value": 1.5} in got
     assert got[-1] == {"type": "stopped"}
     assert studio.bended.controllables["gain"].get() == 1.5
+
+
+def test_live_answers_binary_and_too_deep_messages_and_stays_open(client: Client) -> None:
+    url = client.base.replace("http", "ws") + "/api/live"
+    deep = "[" * 50_000 + "]" * 50_000
+    messages = [b"\x00\x01binary", deep, json.dumps({"type": _nested(40)}), {"type": "stop"}]
+    got = live_session(url, messages, 4)
+    assert [g["type"] for g in got] == ["error", "error", "error", "stopped"]  # type: ignore
+    assert "takes JSON text messages, got a binary one of 8 bytes" in got[0]["error"]  # type: ignore
+    for reply in got[1:3]:
+        assert "nest more than 32 levels deep" in reply["error"]  # type: ignore
+
+
+def test_a_message_too_large_closes_the_live_socket_with_a_code(client: Client) -> None:
+    import websockets
+
+    async def talk() -> tuple[int | None, str]:
+        async with websockets.connect(client.base.replace("http", "ws") + "/api/live") as ws:
+            await ws.send(" " * (3 * 1024 * 1024))
+            with pytest.raises(websockets.exceptions.ConnectionClosed) as closed:
+                await asyncio.wait_for(ws.recv(), 60)
+        frame = closed.value.rcvd
+        return (frame.code, frame.reason) if frame is not None else (None, "")
+
+    code, _ = asyncio.run(talk())
+    assert code == 1009  # message too big: a close frame, not a dropped connection
 
 
 # -- safety ------------------------------------------------------------------------------------
@@ -587,6 +657,23 @@ def test_only_this_machine_by_default(studio: Studio) -> None:
         remote.stop()
     with pytest.raises(StudioError, match="at least 8"):
         StudioServer(studio, port=0, token="short")
+
+
+def test_remote_on_a_loopback_host_needs_a_token(studio: Studio) -> None:
+    """An SSH tunnel's end is a loopback port reached from other machines, by the tunnel's
+    port: with --remote it answers any Host, and only with the token."""
+    assert check_bind("127.0.0.1", None, remote=True) is not None
+    assert check_bind("127.0.0.1", None, remote=False) is None
+    server = StudioServer(studio, host="127.0.0.1", port=0, remote=True).start()
+    try:
+        assert server.token and len(server.token) >= 16 and f"?token={server.token}" in server.url
+        client = Client(f"http://127.0.0.1:{server.port}/")
+        tunnel = {"Host": "localhost:9000"}
+        status, error = client.get("/api/model", headers=tunnel)
+        assert status == 401 and "needs its token" in error["error"]
+        assert client.get(f"/api/model?token={server.token}", headers=tunnel)[0] == 200
+    finally:
+        server.stop()
 
 
 def test_a_token_guards_every_request(studio: Studio) -> None:

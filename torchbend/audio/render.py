@@ -13,7 +13,15 @@ from torch import nn
 from ..bended import BendedModule
 from ..errors import TorchbendError
 
-__all__ = ["STREAM_BLOCK", "padded", "ratio_of", "render", "streams", "trace_audio"]
+__all__ = [
+    "STREAM_BLOCK",
+    "check_audio",
+    "padded",
+    "ratio_of",
+    "render",
+    "streams",
+    "trace_audio",
+]
 
 STREAM_BLOCK = 8192
 """Block size of ``bend`` for a model that streams, unless ``--block-size`` says another."""
@@ -40,15 +48,16 @@ def padded(audio: torch.Tensor, ratio: int) -> torch.Tensor:
     return F.pad(audio, (0, -audio.shape[-1] % ratio))[None]
 
 
-def trace_audio(bended: BendedModule, fn: str, x: torch.Tensor) -> None:
-    """Trace ``fn`` with ``x`` as its first argument (whatever the argument's name); the
-    model's own error, if it refuses ``x``, as a :class:`TorchbendError` that says why."""
+def trace_audio(bended: BendedModule, fn: str, x: torch.Tensor) -> Any:
+    """Trace ``fn`` with ``x`` as its first argument (whatever the argument's name) and return
+    what it gave; the model's own error, if it refuses ``x``, as a :class:`TorchbendError`
+    that says why."""
     names = bended.view().signature(fn).names
     if not names:
         raise TorchbendError(f"{fn} takes no argument to feed audio to")
     inputs: dict[str, Any] = {names[0]: x}
     try:
-        bended.trace(fn, **inputs)
+        _, out = bended.trace(fn, return_out=True, **inputs)
     except Exception as e:  # the model's own code refused the input, or the tracer did
         owner, ratio, length = type(bended.module).__name__, ratio_of(bended.module), x.shape[-1]
         if length % ratio:
@@ -62,6 +71,41 @@ def trace_audio(bended: BendedModule, fn: str, x: torch.Tensor) -> None:
         raise TorchbendError(
             f"{owner}.{fn} failed on an input of shape {list(x.shape)}: {type(e).__name__}: {e}"
         ) from e
+    return out
+
+
+def check_audio(out: Any, owner: str, fn: str, x: torch.Tensor) -> None:
+    """Raise a :class:`TorchbendError` unless ``out``, what ``owner.fn`` gave for audio ``x``,
+    is audio ``[batch, channels, time]``: what it is instead, and what would render."""
+    if isinstance(out, torch.Tensor) and out.dim() == 3:
+        return
+    entries: dict[Any, Any] = {}
+    if isinstance(out, dict):
+        entries = out
+    elif isinstance(out, (tuple, list)):
+        entries = dict(enumerate(out))
+    audio = [k for k, v in entries.items() if isinstance(v, torch.Tensor) and v.dim() == 3]
+    wrap = (
+        f", or wrap the model so that {fn} returns its entry {audio[0]!r} (audio of shape "
+        f"{list(entries[audio[0]].shape)})"
+        if audio
+        else ", or wrap the model so that it does"
+    )
+    raise TorchbendError(
+        f"{owner}.{fn} gives {_described(out)} for audio of shape {list(x.shape)}; rendering "
+        "takes a method from audio [batch, channels, time] to audio of the same length: choose "
+        f"one (--fn NAME, or fn=NAME in Python){wrap}"
+    )
+
+
+def _described(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {list(value.shape)}"
+    if isinstance(value, dict):
+        return f"a dict with keys {list(value)[:8]}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return f"a {type(value).__name__}"
 
 
 def render(
@@ -86,11 +130,12 @@ def render(
         x = padded(audio, ratio)
         with torch.inference_mode():
             out = bended.call(fn, x)
-        if not isinstance(out, torch.Tensor) or out.dim() != 3 or out.shape[-1] != x.shape[-1]:
-            shape = list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        owner = type(bended.module).__name__
+        check_audio(out, owner, fn, x)
+        if out.shape[-1] != x.shape[-1]:
             raise TorchbendError(
-                f"{fn} gave {shape} for audio of shape {list(x.shape)}: `torchbend bend` "
-                "takes methods from audio to audio of the same length"
+                f"{owner}.{fn} gave {list(out.shape)} for audio of shape {list(x.shape)}: "
+                "rendering takes methods from audio to audio of the same length"
             )
         if not safety:
             return out[0, :, : audio.shape[-1]], "in one pass"

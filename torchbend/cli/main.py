@@ -237,7 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--remote",
         action="store_true",
-        help="allow a --host other machines can reach (then every request needs the token)",
+        help="let other machines reach the studio, by a --host they reach or an SSH tunnel "
+        "(then every request needs the token)",
     )
     p.add_argument("--token", help="a token requests must carry (made for you with --remote)")
     p.add_argument("--no-browser", action="store_true", help="do not open the page")

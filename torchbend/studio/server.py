@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from ..config_schema import parse
 from ..errors import StudioError, TorchbendError
 from .live import MAX_BLOCKS, LiveStream
 from .session import Studio
@@ -117,10 +118,7 @@ def create_app(studio: Studio, *, token: str | None = None, hosts: set[str] | No
         data = await _read(request, JSON_BYTES)
         if not data:
             raise StudioError("this request takes a JSON body")
-        try:
-            return json.loads(data)
-        except ValueError as e:
-            raise StudioError(f"the body is not valid JSON: {e}") from None
+        return parse(data, "the body")
 
     def field(data: Any, name: str, default: Any = ...) -> Any:
         if not isinstance(data, dict):
@@ -238,6 +236,8 @@ def create_app(studio: Studio, *, token: str | None = None, hosts: set[str] | No
         return studio.set_current(field(await body(request), "id"))
 
     async def render(request: Request) -> Any:
+        if request.method == "GET":  # the last render, which a reloaded page shows again
+            return {"render": studio.last_render}
         data = await body(request) if _has_body(request) else {}
         sound, seconds = field(data, "sound", None), field(data, "seconds", None)
         return await threaded(studio.render, sound, seconds)
@@ -281,16 +281,25 @@ def create_app(studio: Studio, *, token: str | None = None, hosts: set[str] | No
         await ws.accept()
         stream: LiveStream | None = None
         while True:
-            try:
-                text = await ws.receive_text()
-            except WebSocketDisconnect:
+            message = await ws.receive()
+            if message["type"] == "websocket.disconnect":
                 return
             try:
-                stream = await answer(ws, json.loads(text), stream)
-            except (StudioError, TorchbendError) as e:
+                if message.get("text") is None:
+                    raise StudioError(
+                        f"the live socket takes JSON text messages, got a binary one of "
+                        f"{len(message.get('bytes') or b'')} bytes"
+                    )
+                stream = await answer(ws, parse(message["text"], "the message"), stream)
+            except TorchbendError as e:  # the socket stays open: the page says what was wrong
                 await ws.send_json({"type": "error", "error": str(e)})
-            except ValueError as e:
-                await ws.send_json({"type": "error", "error": f"not a JSON message: {e}"})
+            except WebSocketDisconnect:
+                return
+            except Exception as e:  # a bug of ours, or of the model: close saying so
+                log.exception("the live socket failed")
+                reason = f"the studio failed: {type(e).__name__}: {e}"
+                await ws.close(1011, reason.encode()[:120].decode(errors="ignore"))
+                return
 
     routes = [
         Route("/", index_page),
@@ -315,7 +324,7 @@ def create_app(studio: Studio, *, token: str | None = None, hosts: set[str] | No
         Route("/api/configs/{name}", endpoint(saved)),
         Route("/api/sounds", endpoint(sounds), methods=["GET", "POST"]),
         Route("/api/sounds/current", endpoint(current), methods=["POST"]),
-        Route("/api/render", endpoint(render), methods=["POST"]),
+        Route("/api/render", endpoint(render), methods=["GET", "POST"]),
         Route("/api/audio/{render}/{file}", endpoint(audio)),
         WebSocketRoute("/api/live", live),
     ]
@@ -425,13 +434,14 @@ class _Guard:
 
 def check_bind(host: str, token: str | None, remote: bool) -> str | None:
     """The token a server on ``host`` needs: a non-local ``host`` only with ``remote``, and
-    then always with a token (one is made if none is given)."""
-    if not is_local(host):
-        if not remote:
-            raise StudioError(
-                f"--host {host} would let other machines reach the studio; add --remote "
-                "(and share the printed address, which holds a token) or bind 127.0.0.1"
-            )
+    ``remote`` always with a token (one is made if none is given), whatever the host: a
+    loopback port reached through an SSH tunnel or a proxy is reached from other machines."""
+    if not is_local(host) and not remote:
+        raise StudioError(
+            f"--host {host} would let other machines reach the studio; add --remote "
+            "(and share the printed address, which holds a token) or bind 127.0.0.1"
+        )
+    if remote:
         token = token or secrets.token_urlsafe(16)
     if token is not None and (len(token) < 8 or not token.isprintable() or " " in token):
         raise StudioError("a token is at least 8 printable characters, without spaces")
@@ -441,9 +451,11 @@ def check_bind(host: str, token: str | None, remote: bool) -> str | None:
 class StudioServer:
     """The studio served on ``host:port`` (port 0: any free port).
 
-    A non-local ``host`` is refused unless ``remote`` is set, and then it needs a token (one is
-    made if none is given): anyone who can reach the port could otherwise bend the model,
-    upload files and fill the output folder.
+    A non-local ``host`` is refused unless ``remote`` is set; ``remote`` always needs a token
+    (one is made if none is given), on a loopback host too (an SSH tunnel's end): anyone who
+    can reach the port could otherwise bend the model, upload files and fill the output folder.
+    A local server without ``remote`` answers only requests that name it in their ``Host``
+    header; a remote one answers any name, the token guarding it.
     """
 
     def __init__(
@@ -471,12 +483,14 @@ class StudioServer:
         self.socket.listen(128)  # the printed address takes connections from now on
         self.host = host
         self.port = self.socket.getsockname()[1]
-        hosts = None
-        if is_local(host):
+        hosts = None  # remote: reached by names of its own (a tunnel's port), the token guards
+        if is_local(host) and not remote:
             shown = f"[{host}]" if ":" in host else host
             hosts = {f"{h}:{self.port}" for h in (shown, "localhost", "127.0.0.1", "[::1]")}
         app = create_app(studio, token=self.token, hosts=hosts)
-        config = uvicorn.Config(app, log_level="warning", ws="auto", lifespan="off")
+        config = uvicorn.Config(
+            app, log_level="warning", ws="auto", ws_max_size=JSON_BYTES, lifespan="off"
+        )
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 

@@ -21,7 +21,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..audio.render import STREAM_BLOCK, padded, ratio_of, render, streams, trace_audio
+from ..audio.render import (
+    STREAM_BLOCK,
+    check_audio,
+    padded,
+    ratio_of,
+    render,
+    streams,
+    trace_audio,
+)
 from ..audio.stream import reset_cache
 from ..bended import BendedModule
 from ..errors import StudioError, TorchbendError, did_you_mean
@@ -118,11 +126,17 @@ class Studio:
             if self.block_size is not None
             else padded(self.library.get(self.current).audio, self.ratio)
         )
-        trace_audio(self.bended, fn, example)
+        out = trace_audio(self.bended, fn, example)
+        try:  # refused now, not at every render
+            check_audio(out, type(model).__name__, fn, example)
+        except TorchbendError as e:
+            raise StudioError(f"the studio cannot render {name}: {e}") from None
         trace_audio(self.plain, fn, example)
         self.editor = BendingEditor(self.bended, self.lock, self.output / "configs")
         """The bending, as the page edits it."""
         self.renders: OrderedDict[str, Render] = OrderedDict()
+        self.last_render: dict[str, Any] | None = None
+        """What :meth:`render` answered last: the page shows it again when it is reloaded."""
         self._unbent: OrderedDict[tuple[str, int], torch.Tensor] = OrderedDict()
         self._count = 0
         self._session = time.strftime("%Y%m%d-%H%M%S")
@@ -277,7 +291,7 @@ class Studio:
         while len(self.renders) > RENDERS:
             self.renders.popitem(last=False)
         seconds_rendered = audio.shape[-1] / self.sample_rate
-        return {
+        self.last_render = {
             "id": render_id,
             "sound": sound.id,
             "seconds": round(seconds_rendered, 3),
@@ -296,6 +310,7 @@ class Studio:
                 for k, v in outputs.items()
             },
         }
+        return self.last_render
 
     def audio_file(self, render_id: str, kind: str) -> Path:
         render_ = self.renders.get(render_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,11 @@ class SoundLibrary:
     def upload(self, name: str, data: bytes) -> Sound:
         """Check and keep an uploaded file called ``name`` (the client's name, used only for
         its extension and as a label)."""
+        if any(unicodedata.category(c) == "Cc" for c in name):
+            raise StudioError(
+                f"a file's name holds no control characters (NUL, newline, ...), got {name!r}; "
+                "rename the file"
+            )
         label = Path(name).name.strip()
         suffix = Path(label).suffix.lower()
         if not label or suffix not in TYPES:
