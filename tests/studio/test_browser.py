@@ -5,6 +5,7 @@ by mouse and by keyboard alone, live mode, and errors shown on the page."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ def test_find_attach_knob_render_hear_save_and_replay_in_python(page: Any, studi
     p.fill("#search", "decoder_1")
     assert p.inner_text("#search-count").startswith("1")
     p.press("#search", "Enter")
-    assert p.input_value("#target") == "decoder_1$"
+    assert p.input_value("#target") == "^decoder_1$"
     assert p.get_attribute('g.tb-graph-node[data-name="decoder_1"]', "class").count(
         "tb-graph-selected"
     )
@@ -117,7 +118,7 @@ def test_the_core_path_by_keyboard_alone(page: Any, studio: Studio) -> None:
     assert p.evaluate("() => document.activeElement.id") == "search"
     k.type("encoder_1")
     k.press("Enter")
-    assert p.input_value("#target") == "encoder_1$"
+    assert p.input_value("#target") == "^encoder_1$"
     assert p.evaluate("() => document.activeElement.id") == "target"
     k.press("Tab")
     assert p.evaluate("() => document.activeElement.id") == "callback"
@@ -173,7 +174,7 @@ def test_look_tables_statistics_flow_and_undo(page: Any, studio: Studio) -> None
     p.wait_for_selector(
         "#node-info[data-loaded='1'][data-name='encoder.0.weight']", state="attached"
     )
-    assert p.input_value("#target") == "encoder.0.weight$"
+    assert p.input_value("#target") == r"^encoder\.0\.weight$"
 
     p.click('g.tb-graph-node[data-name="encoder_0"]')
     p.click("#tab-node")
@@ -236,6 +237,70 @@ def test_bad_input_is_shown_on_the_page_and_changes_nothing(page: Any, studio: S
     p.wait_for_selector("#bendings li[data-callback='Scale']")
     p.click("#render")
     p.wait_for_selector("#render-flags:has-text('clipping')")  # what measures flag is shown
+
+
+def test_an_empty_number_field_is_refused_on_the_page(page: Any, studio: Studio) -> None:
+    p = page.page
+    p.fill("#target", "decoder_1$")
+    p.select_option("#callback", "Scale")
+    p.fill("#arg-scale", "")
+    p.click("#attach")
+    p.wait_for_selector("#error:has-text('scale is empty: give a number (its default is 1)')")
+    assert "invalid" in p.get_attribute(".arg-input:has(#arg-scale)", "class")
+    p.check("#knob-scale")  # a live control starts from the number in the field: none here
+    p.click("#attach")
+    p.wait_for_selector("#error:has-text('scale is empty')")
+    assert studio.bended.bended_keys() == [] and studio.bended.controllables == {}
+    p.select_option("#callback", "Mask")  # a seed takes null: empty is null, as the field shows
+    assert p.get_attribute("#arg-seed", "placeholder") == "null"
+    p.fill("#arg-seed", "")
+    p.click("#attach")
+    p.wait_for_selector("#bendings li[data-callback='Mask']")
+    assert p.evaluate("() => window.studio.state().config.bendings[0].callback.args.seed") is None
+
+
+def test_clicking_a_weight_targets_exactly_that_weight(page: Any, studio: Studio) -> None:
+    p = page.page
+    p.click("#tab-weights")
+    p.click("#weights-table tbody tr[data-name='decoder.0.weight']")
+    pattern = p.input_value("#target")
+    assert pattern == r"^decoder\.0\.weight$"  # escaped: a dot is no wildcard
+    names = studio.bended.weight_names + [a.name for a in studio.bended.activations()]
+    assert [n for n in names if re.match(pattern, n)] == ["decoder.0.weight"]
+    p.click("#tab-bend")
+    p.select_option("#callback", "Scale")
+    p.click("#attach")
+    p.wait_for_selector("#bendings li[data-callback='Scale']")
+    assert studio.bended.bended_keys() == ["decoder.0.weight"]
+
+
+def test_a_reloaded_page_shows_the_last_render_again(page: Any, studio: Studio) -> None:
+    p = page.page
+    p.click("#render")
+    p.wait_for_selector("#render-info[data-differs]")
+    rendered = p.evaluate("() => window.studio.lastRender()")
+    p.reload()
+    p.wait_for_selector("body[data-ready='1']")
+    assert p.evaluate("() => window.studio.lastRender()") == rendered
+    assert p.inner_text("#render-info").startswith(f"{rendered['id']} · {rendered['sound']}")
+    for kind in ("input", "unbent", "bended"):
+        p.wait_for_selector(f"canvas.waveform[data-kind='{kind}'][data-drawn]")
+        p.wait_for_selector(f"canvas.spectrogram[data-kind='{kind}'][data-drawn]")
+    played_to_the_end(p)  # the render's files, ready to play without rendering again
+    assert p.get_attribute("#player", "data-render") == rendered["id"]
+
+
+def test_render_rows_are_tall_enough_to_read_and_the_page_fits(page: Any) -> None:
+    """At 1440x900 each row's spectrogram has room for its bands (at 44 px they were a few
+    stripes), and the graph keeps most of the height, without the page scrolling."""
+    p = page.page
+    heights = p.evaluate(
+        "() => [...document.querySelectorAll('.render-row canvas')]"
+        ".map(c => c.getBoundingClientRect().height)"
+    )
+    assert len(heights) == 6 and all(64 <= h <= 112 for h in heights), heights
+    assert p.evaluate("() => document.querySelector('#graph').getBoundingClientRect().height") > 400
+    assert p.evaluate("() => document.documentElement.scrollHeight") <= 900
 
 
 def test_live_mode_streams_and_follows_the_knob(page: Any, studio: Studio) -> None:

@@ -528,9 +528,7 @@ def test_a_render_that_crashes_leaves_the_server_up(tmp_path: Path) -> None:
 # -- live --------------------------------------------------------------------------------------
 
 
-def live_session(
-    url: str, messages: list[dict | str | bytes], replies: int
-) -> list[bytes | dict]:
+def live_session(url: str, messages: list[dict | str | bytes], replies: int) -> list[bytes | dict]:
     import websockets
 
     async def talk() -> list[bytes | dict]:

@@ -4,7 +4,7 @@ length in and the same length out. ``torchbend bend`` and sweeps render with the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -57,7 +57,7 @@ def trace_audio(bended: BendedModule, fn: str, x: torch.Tensor) -> Any:
         raise TorchbendError(f"{fn} takes no argument to feed audio to")
     inputs: dict[str, Any] = {names[0]: x}
     try:
-        _, out = bended.trace(fn, return_out=True, **inputs)
+        _, out = cast(tuple[Any, Any], bended.trace(fn, return_out=True, **inputs))
     except Exception as e:  # the model's own code refused the input, or the tracer did
         owner, ratio, length = type(bended.module).__name__, ratio_of(bended.module), x.shape[-1]
         if length % ratio:

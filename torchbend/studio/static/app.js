@@ -183,9 +183,10 @@ function decodeBase64(s) {
   return out;
 }
 
-/** A node name as a pattern that matches that name only (dots left as they are: readable). */
+/** The pattern that matches `name` and nothing else: escaped (a weight's dots are no wildcards)
+ * and anchored at both ends, as Python's aliases write it (`^encoder\.0\.weight$`). */
 function exactPattern(name) {
-  return name.replace(/[\\^$*+?()[\]{}|]/g, "\\$&") + "$";
+  return "^" + name.replace(/[.\\^$*+?()[\]{}|]/g, "\\$&") + "$";
 }
 
 // ---------------------------------------------------------------- colour maps
@@ -902,8 +903,7 @@ function renderCallbackForm() {
     const nameCell = el("label", { class: "arg-name", for: id, title: arg.meaning || "" }, arg.name,
       arg.required ? el("span", { class: "req", "aria-hidden": "true", text: "*" }) : null);
     const inputCell = el("div", { class: "arg-input" });
-    let read;
-    let current; // () -> value for a control
+    let read; // () -> {value}, {omit} or {error}
     const describe = [arg.meaning, arg.neutral !== null && arg.neutral !== undefined ? `neutral ${fmtValue(arg.neutral)}` : null,
       isNum(arg.low) || isNum(arg.high) ? `${isNum(arg.low) ? fmtNum(arg.low) : "−∞"} … ${isNum(arg.high) ? fmtNum(arg.high) : "∞"}` : null,
       arg.required ? "required" : null].filter(Boolean).join(" · ");
@@ -911,7 +911,7 @@ function renderCallbackForm() {
     if (arg.kind === "float" || arg.kind === "int") {
       const isInt = arg.kind === "int";
       const bounded = isNum(arg.low) && isNum(arg.high) && arg.high > arg.low;
-      const num = el("input", { ...common, type: "number", step: isInt ? "1" : "any" });
+      const num = el("input", { ...common, type: "number", step: isInt ? "1" : "any", placeholder: arg.nullable ? "null" : "" });
       if (isNum(arg.low)) num.min = String(arg.low);
       if (isNum(arg.high)) num.max = String(arg.high);
       if (isNum(arg.default)) num.value = String(arg.default);
@@ -937,28 +937,22 @@ function renderCallbackForm() {
       read = () => {
         if (num.validity.badInput) return { error: `${arg.name} is not a number` };
         if (num.value === "") {
-          if (arg.required) return { error: `${arg.name} is required` };
-          return { omit: true };
+          // empty is null where the argument takes null (shown as the placeholder), else refused:
+          // never a default the field does not show
+          if (arg.nullable) return { value: null };
+          const was = isNum(arg.default) ? ` (its default is ${fmtNum(arg.default)})` : "";
+          return { error: `${arg.name} is empty: give a number${was}` };
         }
         const v = Number(num.value);
         if (!Number.isFinite(v)) return { error: `${arg.name} is not a number: ${num.value}` };
         if (isInt && !Number.isInteger(v)) return { error: `${arg.name} is a whole number, got ${num.value}` };
         return { value: v };
       };
-      current = () => {
-        const r = read();
-        if (r.value !== undefined) return r.value;
-        if (isNum(arg.default)) return arg.default;
-        if (isNum(arg.neutral)) return arg.neutral;
-        if (isNum(arg.low)) return arg.low;
-        return 0;
-      };
     } else if (arg.kind === "bool") {
       const box_ = el("input", { ...common, type: "checkbox" });
       box_.checked = arg.default === true;
       inputCell.append(box_);
       read = () => ({ value: box_.checked });
-      current = () => box_.checked;
     } else {
       const text = el("input", { ...common, type: "text", spellcheck: "false", placeholder: arg.nullable ? "null" : "JSON" });
       if (arg.default !== null && arg.default !== undefined) text.value = JSON.stringify(arg.default);
@@ -976,10 +970,6 @@ function renderCallbackForm() {
           return { error: `${arg.name} is not JSON (${e.message}); write e.g. -1, [1, 2], "text", null` };
         }
       };
-      current = () => {
-        const r = read();
-        return r.value !== undefined ? r.value : arg.default;
-      };
     }
     let knob = null;
     const knobCell = el("span", { class: "knob-cell" });
@@ -989,7 +979,7 @@ function renderCallbackForm() {
       knobCell.append(el("label", { class: "knob", title: "make this argument a live control" }, knob, "live"));
     }
     parts.push(nameCell, inputCell, knobCell, el("div", { class: "arg-meaning", id: `${id}-meaning`, text: describe }));
-    formFields.push({ arg, read, current, knob, cell: inputCell });
+    formFields.push({ arg, read, knob, cell: inputCell });
   }
   if (!(cb.args || []).length) parts.push(el("div", { class: "arg-meaning", text: "no arguments" }));
   box.replaceChildren(...parts);
@@ -1024,8 +1014,17 @@ function bendingBody() {
   const problems = [];
   for (const f of formFields) {
     f.cell.classList.remove("invalid");
+    const r = f.read();
+    if (!r.error && f.knob && f.knob.checked && r.value === null) {
+      r.error = `${f.arg.name} is empty: a live control starts from a number`;
+    }
+    if (r.error) {
+      f.cell.classList.add("invalid");
+      problems.push(r.error);
+      continue;
+    }
     if (f.knob && f.knob.checked) {
-      const value = f.current();
+      const value = r.value;
       const name = uniqueControlName(`${cb.name.toLowerCase()}_${f.arg.name}`, taken);
       let range = null;
       if (f.arg.kind !== "bool") {
@@ -1042,11 +1041,7 @@ function bendingBody() {
       controls.push({ name, value: asFloat(value), range: range && range.map(asFloat) });
       continue;
     }
-    const r = f.read();
-    if (r.error) {
-      f.cell.classList.add("invalid");
-      problems.push(r.error);
-    } else if (!r.omit) args[f.arg.name] = r.raw !== undefined ? new Raw(r.raw) : f.arg.kind === "float" ? float(r.value) : r.value;
+    if (!r.omit) args[f.arg.name] = r.raw !== undefined ? new Raw(r.raw) : f.arg.kind === "float" && r.value !== null ? float(r.value) : r.value;
   }
   if (problems.length) throw new Error(`${cb.name}: ${problems.join("; ")}`);
   const kind = targetEl.dataset.kind;
@@ -1624,6 +1619,8 @@ function drawSpectrogram(canvas, sp) {
   const img = gridImage(data, sp.rows, sp.cols, MAGMA, true); // row 0 (lowest frequency) at the bottom
   ctx.imageSmoothingEnabled = true;
   ctx.drawImage(img, 0, 0, w, h);
+  const nyquist = S.render ? fmtNum(S.render.sample_rate / 2000) : "?";
+  canvas.title = `30 Hz (bottom) to ${nyquist} kHz (top), log frequency; ${sp.low_db} to ${sp.high_db} dB full scale`;
   canvas.dataset.drawn = "1";
 }
 
@@ -1904,8 +1901,14 @@ async function init() {
   setStatus("loading…");
   await createView();
   await loadModel();
-  const [, , st] = await Promise.all([loadGraph(), loadCallbacks(), api("/api/config"), loadSounds()]);
+  const [, , st, last] = await Promise.all([loadGraph(), loadCallbacks(), api("/api/config"), api("/api/render"), loadSounds()]);
   applyState(st);
+  if (last.render) {
+    // a reloaded page shows the session's last render again, ready to play
+    S.render = last.render;
+    drawRender();
+    showRenderInfo(last.render);
+  }
   setPlayerSource(abKind(), false);
   try {
     await loadConfigs();
