@@ -6,6 +6,7 @@ ends as if never stopped."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -90,10 +91,11 @@ def test_an_interrupted_sweep_stops_its_workers_says_how_to_resume_and_resumes(
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     line = err.strip()
     assert "\n" not in line
-    assert line.startswith(f"torchbend sweep run: the sweep in {out} stopped with "), line
-    assert line.endswith(
-        "of 16 renders done; run it again (the same specification and folder) to resume"
-    )
+    assert re.fullmatch(
+        rf"torchbend sweep run: stopped with \d+ of 16 renders done in {re.escape(str(out))}; "
+        "run the same command again to resume",
+        line,
+    ), line
     result = tb.sweep.run(spec, out, workers=0)
     assert result.rendered + result.skipped == 16 and result.rendered > 0
     assert comparable(out) == comparable(uninterrupted)

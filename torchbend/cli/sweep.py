@@ -33,7 +33,11 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
             progress=not args.quiet,
         )
     except SweepStopped as e:
-        print(f"torchbend sweep run: {e}", file=sys.stderr)
+        print(
+            f"torchbend sweep run: stopped with {e.done} of {e.total} renders done in "
+            f"{e.folder}; run the same command again to resume",
+            file=sys.stderr,
+        )
         return INTERRUPTED
     except KeyboardInterrupt:  # while loading the model or the inputs: nothing was lost
         print("torchbend sweep run: stopped while loading; run it again to resume", file=sys.stderr)

@@ -157,8 +157,9 @@ class _Process:
         return int(message[1])
 
     def stop(self, kill: bool = False) -> None:
-        """End the worker: killed, or told there is no more work (it ends once its last
-        result is read, or at once when the driver no longer reads: see :meth:`finish`)."""
+        """End the worker: killed, or its pipes closed, so that it ends at the end of its
+        input, or at once if it is blocked writing a result nobody will read (then wait for
+        it with :meth:`finish`)."""
         if kill:
             self.process.kill()
         with contextlib.suppress(OSError):
