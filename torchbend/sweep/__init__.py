@@ -11,8 +11,8 @@ from pathlib import Path
 from .atlas import Atlas, atlas
 from .best import best, describe_config
 from .engines import ENGINES, Engine, InProcess, LocalPool, RayEngine
+from .estimate import Plan, plan
 from .manifest import Manifest, read_rows, row_config, table
-from .plan import Plan, plan
 from .run import SweepResult, SweepStopped, run
 from .spec import SweepSpec, read_spec
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from ..errors import SweepError
 from .engines import Engine, make_engine
+from .estimate import duration
 from .manifest import FORMAT, SWEEP, VERSION, Manifest, intact, write_atomic
-from .plan import duration
 from .render import encode
 from .space import Sweep, load
 from .spec import SweepSpec
