@@ -98,8 +98,9 @@ def main() -> None:
             f"  {row['measures']['distance']:6.2f}  {row['id']}  "
             f"{tb.sweep.describe_config(row['config'])}"
         )
-    say("loudest, broken ones included:")
-    for row in tb.sweep.best(out / "sweep", by="peak_dbfs", top=5, broken=True):
+    say("broke the most (best ranks broken renders after every clean one, so read the rows):")
+    broke = [r for r in tb.sweep.read_rows(out / "sweep") if r["broken"] and r["measures"]]
+    for row in sorted(broke, key=lambda r: -r["measures"]["peak_dbfs"])[:5]:
         flags = [name for name, on in row["flags"].items() if on]
         say(f"  {row['measures']['peak_dbfs']:6.1f} dBFS  {row['id']}  {', '.join(flags)}")
 

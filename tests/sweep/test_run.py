@@ -3,8 +3,11 @@ and a real local Ray cluster), workers killed mid-sweep, and the command against
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -142,6 +145,26 @@ def test_a_sweep_resumes_after_a_kill_and_ends_as_if_never_stopped(
     assert audio_bytes(out) == audio_bytes(reference)
 
 
+def test_a_resume_renders_again_the_files_damaged_from_outside(
+    reference: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(reference, out)
+    rows = tb.sweep.read_rows(out)
+    cut, garbled = out / rows[4]["audio"], out / rows[7]["audio"]
+    with open(cut, "r+b") as f:  # a copy or a download cut short: the header is left as it was
+        f.truncate(cut.stat().st_size // 3)
+    garbled.write_bytes(b"not audio" * 100)
+    unbent = out / json.loads((out / "sweep.json").read_text())["unbent"][1]
+    with open(unbent, "r+b") as f:
+        f.truncate(1000)
+    result = tb.sweep.run(small_spec(), out, workers=0)
+    assert (result.rendered, result.skipped) == (2, 10)
+    assert audio_bytes(out) == audio_bytes(reference)
+    assert unbent.read_bytes() == (reference / unbent.relative_to(out)).read_bytes()
+    assert comparable(out) == comparable(reference)
+
+
 def test_callbacks_without_a_seed_render_the_same_bits_each_time(tmp_path: Path) -> None:
     spec = small_spec()
     del spec["base"]["bendings"][0]["callback"]["args"]["seed"]  # Noise from torch's generator
@@ -230,6 +253,32 @@ def test_the_command_gives_what_the_api_gives(reference: Path, tmp_path: Path) -
     assert mapped.returncode == 0, mapped.stderr
     assert (out / "atlas.png").is_file() and (out / "atlas.html").is_file()
     assert "PC1" in mapped.stdout
+
+
+def test_the_plan_counts_loading_the_model_and_starting_the_workers() -> None:
+    planned = tb.sweep.plan(small_spec(inputs=[str(SOUNDS / "bass.wav")]), workers=3)
+    assert planned.setup_seconds > 0 and planned.worker_seconds > 0  # both measured
+    assert planned.seconds_per_render is not None
+    waves = math.ceil(3 / planned.cores)
+    renders = planned.seconds_per_render * planned.renders / min(3, planned.cores)
+    assert planned.estimate_seconds == pytest.approx(
+        planned.setup_seconds + waves * planned.worker_seconds + renders
+    )
+    assert "to load the model" in str(planned) and "to start the workers" in str(planned)
+    # three workers on one core start one after the other
+    assert dataclasses.replace(planned, cores=1).startup_seconds == pytest.approx(
+        3 * planned.worker_seconds
+    )
+
+
+def test_a_plan_too_large_is_one_line_before_anything_is_built(tmp_path: Path) -> None:
+    spec = small_spec()
+    spec["axes"] = {"bendings.0.callback.args.std": {"range": [0, 1], "steps": 10**8}}
+    planned = run_cli("sweep", "plan", str(write_spec(tmp_path / "spec.json", spec)))
+    assert planned.returncode == 2
+    assert planned.stderr.startswith("torchbend sweep plan: error: ")
+    assert len(planned.stderr.strip().splitlines()) == 1
+    assert "100,000,000 renders" in planned.stderr and "1,000,000" in planned.stderr
 
 
 @pytest.mark.parametrize(

@@ -296,3 +296,71 @@ def test_what_needs_the_model_is_checked_before_any_render() -> None:
         load(tb.sweep.read_spec(small_spec(model="nowhere:make")))
     with pytest.raises(tb.TorchbendError, match=r"checkpoint needs MODEL as module:factory"):
         load(tb.sweep.read_spec(small_spec(checkpoint="w.pt")))
+
+
+def test_an_axis_gives_any_value_of_its_grid_without_listing_it() -> None:
+    axes = {
+        "bendings.0.callback.args.std": {"range": [0.01, 1.0], "steps": 5, "log": True},
+        "bendings.0.callback.args.seed": {"seeds": 4, "start": 7},
+    }
+    spec = tb.sweep.read_spec(spec_with(base=NOISE_BASE, axes=axes))
+    for axis in spec.axes:
+        assert axis.size == len(axis.grid())
+        assert [axis.value(i) for i in range(axis.size)] == axis.grid()
+    huge = tb.sweep.read_spec(
+        spec_with(
+            base=NOISE_BASE,
+            axes={"bendings.0.callback.args.std": {"range": [0.0, 1.0], "steps": 1_000_001}},
+            sample="random",
+            count=3,
+        )
+    ).axes[0]
+    assert huge.size == 1_000_001  # counted, not listed
+    assert (huge.value(0), huge.value(500_000), huge.value(1_000_000)) == (0.0, 0.5, 1.0)
+    assert huge.probes() == [0.0, 1.0]  # the ends bound every value between
+
+
+# (axes, sampling changes, the size the error must name)
+TOO_LARGE: list[tuple[dict[str, Any], dict[str, Any], str]] = [
+    ({"bendings.0.callback.args.std": {"range": [0, 1], "steps": 10**8}}, {}, "100,000,000"),
+    (
+        {
+            "bendings.0.callback.args.std": {"values": [0.1 * i for i in range(1001)]},
+            "bendings.0.callback.args.seed": {"seeds": 10**12},
+        },
+        {},
+        "1,001,000,000,000,000",
+    ),
+    (
+        {"bendings.0.callback.args.std": {"range": [0, 1]}},
+        {"sample": "random", "count": 2 * 10**6},
+        "2,000,000",
+    ),
+]
+
+
+@pytest.mark.parametrize("axes, sampling, size", TOO_LARGE)
+def test_a_space_too_large_is_refused_at_once_naming_its_size_and_the_limit(
+    axes: dict[str, Any], sampling: dict[str, Any], size: str
+) -> None:
+    with pytest.raises(SweepError) as caught:
+        tb.sweep.read_spec(spec_with(base=NOISE_BASE, axes=axes, **sampling))
+    message = str(caught.value)
+    assert size in message and "1,000,000" in message and "\n" not in message
+    assert ("axis 'bendings.0.callback.args.seed'" in message) == ("seeds" in str(axes))
+
+
+def test_the_size_counts_the_inputs_before_the_model_is_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import torchbend.sweep.space as space
+
+    def no_model(*args: Any) -> Any:
+        raise AssertionError("the model was loaded before the size was checked")
+
+    monkeypatch.setattr(space, "load_bended", no_model)
+    spec = small_spec()  # three inputs
+    spec["axes"] = {"bendings.0.callback.args.std": {"range": [0, 1], "steps": 400_000}}
+    read = tb.sweep.read_spec(spec)  # 400,000 points are allowed for one input...
+    with pytest.raises(SweepError, match=r"400,000 point\(s\) x 3 input\(s\) = 1,200,000 renders"):
+        load(read)  # ...not for three

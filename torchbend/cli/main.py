@@ -287,7 +287,11 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--by", default="distance", help="the measure to rank by")
     q.add_argument("--top", type=_positive, default=20, help="how many")
     q.add_argument("--lowest", action="store_true", help="the lowest values instead")
-    q.add_argument("--broken", action="store_true", help="include broken and failed renders")
+    q.add_argument(
+        "--broken",
+        action="store_true",
+        help="rank broken renders too (clipping, silent, DC, NaN), after every clean one",
+    )
     q.add_argument("--copy", metavar="FOLDER", help="copy their audio there, in rank order")
     q.add_argument("--json", action="store_true", help="print the rows as JSON Lines")
     q.set_defaults(run=cmd_sweep_best)

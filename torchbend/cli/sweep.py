@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ..sweep import best, describe_config, plan, run
+from ..sweep import SweepStopped, best, describe_config, plan, run
 from ..sweep import map as sweep_map
 from ..sweep.engines import ENGINES
 
@@ -18,15 +18,30 @@ def cmd_sweep_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+INTERRUPTED = 130
+"""Exit code of a command stopped by SIGINT (128 + 2, as a shell reports it)."""
+
+
 def cmd_sweep_run(args: argparse.Namespace) -> int:
-    result = run(
-        args.spec,
-        args.out,
-        engine=args.engine,
-        workers=args.workers,
-        address=args.address,
-        progress=not args.quiet,
-    )
+    try:
+        result = run(
+            args.spec,
+            args.out,
+            engine=args.engine,
+            workers=args.workers,
+            address=args.address,
+            progress=not args.quiet,
+        )
+    except SweepStopped as e:
+        print(
+            f"torchbend sweep run: stopped with {e.done} of {e.total} renders done in "
+            f"{e.folder}; run the same command again to resume",
+            file=sys.stderr,
+        )
+        return INTERRUPTED
+    except KeyboardInterrupt:  # while loading the model or the inputs: nothing was lost
+        print("torchbend sweep run: stopped while loading; run it again to resume", file=sys.stderr)
+        return INTERRUPTED
     print(result)
     return 0
 
@@ -49,6 +64,13 @@ def cmd_sweep_best(args: argparse.Namespace) -> int:
         broken=args.broken,
         copy_to=args.copy,
     )
+    if rows.excluded:
+        reasons = ", ".join(f"{name} {count}" for name, count in sorted(rows.left_out.items()))
+        hint = "" if args.broken else "; --broken ranks them after the clean ones"
+        print(
+            f"left out {rows.excluded} broken or failed render(s) ({reasons}){hint}",
+            file=sys.stderr,
+        )
     if args.json:
         for row in rows:
             print(json.dumps(row))

@@ -11,8 +11,9 @@ from pathlib import Path
 from .atlas import Atlas, atlas
 from .best import best, describe_config
 from .engines import ENGINES, Engine, InProcess, LocalPool, RayEngine
+from .estimate import Plan, plan
 from .manifest import Manifest, read_rows, row_config, table
-from .run import Plan, SweepResult, plan, run
+from .run import SweepResult, SweepStopped, run
 from .spec import SweepSpec, read_spec
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "RayEngine",
     "SweepResult",
     "SweepSpec",
+    "SweepStopped",
     "best",
     "describe_config",
     "map",

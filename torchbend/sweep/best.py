@@ -9,8 +9,9 @@ from typing import Any
 
 from ..errors import SweepError, did_you_mean
 from .manifest import read_rows
+from .measure import BROKEN
 
-__all__ = ["best", "describe_config"]
+__all__ = ["Ranked", "best", "describe_config", "flags_of"]
 
 
 def describe_config(config: dict[str, Any]) -> str:
@@ -31,6 +32,28 @@ def _value(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else repr(value)
 
 
+class Ranked(list[dict[str, Any]]):
+    """The rows :func:`best` chose, in rank order, and what it left out: ``left_out`` counts
+    the renders it did not rank, by reason (each flag of
+    :data:`~torchbend.sweep.measure.BROKEN`, and ``failed`` for a render that failed and has
+    no measures; a render with two flags counts under both)."""
+
+    def __init__(self, rows: list[dict[str, Any]], left_out: dict[str, int], excluded: int):
+        super().__init__(rows)
+        self.left_out = left_out
+        self.excluded = excluded
+        """How many renders were left out."""
+
+
+def flags_of(row: dict[str, Any]) -> list[str]:
+    """What makes ``row`` broken: the broken flags it raises, and ``failed`` if it failed
+    (read from the flags themselves, not only the row's ``broken``)."""
+    raised = [name for name in BROKEN if row.get("flags", {}).get(name)]
+    if row.get("error") or (row.get("broken") and not raised):
+        raised.append("failed" if row.get("error") else "broken")
+    return raised
+
+
 def best(
     folder: str | Path,
     by: str = "distance",
@@ -38,10 +61,17 @@ def best(
     lowest: bool = False,
     broken: bool = False,
     copy_to: str | Path | None = None,
-) -> list[dict[str, Any]]:
+) -> Ranked:
     """The ``top`` renders of the sweep in ``folder`` with the highest measure ``by`` (the
-    lowest with ``lowest``), leaving out broken and failed renders unless ``broken``; with
-    ``copy_to``, their audio files are copied there as ``01_<id>.wav``... in rank order."""
+    lowest with ``lowest``); with ``copy_to``, their audio files are copied there as
+    ``01_<id>.wav``... in rank order.
+
+    Broken renders (clipping, silent, with an offset or non-finite samples) are left out, and
+    counted in the result's ``left_out``; with ``broken``, they are ranked too, but after every
+    clean render whatever their measure: a clipped render is loud and far from the unbent
+    one, and would otherwise top the lists it spoils. Failed renders have no measures and are
+    never ranked.
+    """
     if top < 1:
         raise SweepError(f"top must be at least 1, got {top}")
     rows = read_rows(folder)
@@ -51,9 +81,19 @@ def best(
             f"no measure {by!r} in {folder}: the measures are "
             f"{', '.join(measures) or 'none (every render failed)'}{did_you_mean(by, measures)}"
         )
-    kept = [r for r in rows if by in r.get("measures", {}) and (broken or not r.get("broken"))]
-    kept.sort(key=lambda r: (r["measures"][by] if lowest else -r["measures"][by], r["id"]))
-    chosen = kept[:top]
+    kept: list[tuple[bool, dict[str, Any]]] = []
+    left_out: dict[str, int] = {}
+    excluded = 0
+    for row in rows:
+        flags = flags_of(row)
+        if by in row.get("measures", {}) and (broken or not flags):
+            kept.append((bool(flags), row))
+            continue
+        excluded += 1
+        for flag in flags:
+            left_out[flag] = left_out.get(flag, 0) + 1
+    kept.sort(key=lambda k: (k[0], k[1]["measures"][by] * (1 if lowest else -1), k[1]["id"]))
+    chosen = [row for _, row in kept[:top]]
     if copy_to is not None:
         target = Path(copy_to)
         if target.exists() and not target.is_dir():
@@ -63,4 +103,4 @@ def best(
         for rank, row in enumerate(chosen, 1):
             source = Path(folder) / row["audio"]
             shutil.copyfile(source, target / f"{rank:0{width}d}_{Path(row['audio']).name}")
-    return chosen
+    return Ranked(chosen, left_out, excluded)

@@ -14,6 +14,7 @@ import os
 import select
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,15 @@ from ..errors import SweepError
 from .render import Job, Renderer, Setup
 from .wire import read_message, write_message
 
-__all__ = ["ENGINES", "Engine", "InProcess", "LocalPool", "RayEngine", "make_engine"]
+__all__ = [
+    "ENGINES",
+    "Engine",
+    "InProcess",
+    "LocalPool",
+    "RayEngine",
+    "make_engine",
+    "worker_startup",
+]
 
 ENGINES = ("local", "ray")
 MAX_DEATHS = 3
@@ -48,8 +57,10 @@ class Engine:
         """The process ids of the workers (to watch them, or kill one in a test)."""
         return []
 
-    def close(self) -> None:
-        """Stop the workers."""
+    def close(self, now: bool = False) -> None:
+        """Stop the workers: once they are idle, or ``now``, whatever they are doing (the
+        sweep was interrupted or failed: what they were rendering is rendered again on
+        resume)."""
 
     def describe(self) -> str:
         return f"{self.name}, {self.workers} worker(s)"
@@ -113,11 +124,15 @@ class _Process:
         package_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+        # A session of its own: a Ctrl-C in the terminal (SIGINT to the whole foreground
+        # process group) reaches the driver alone, which stops its workers itself, instead of
+        # each worker printing a KeyboardInterrupt traceback.
         self.process = subprocess.Popen(
             [sys.executable, "-m", "torchbend.sweep.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
+            start_new_session=True,
         )
         assert self.process.stdin is not None and self.process.stdout is not None
         self.stdin, self.stdout = self.process.stdin, self.process.stdout
@@ -142,17 +157,37 @@ class _Process:
         return int(message[1])
 
     def stop(self, kill: bool = False) -> None:
+        """End the worker: killed, or its pipes closed, so that it ends at the end of its
+        input, or at once if it is blocked writing a result nobody will read (then wait for
+        it with :meth:`finish`)."""
         if kill:
             self.process.kill()
-        else:
-            with contextlib.suppress(OSError):
-                self.stdin.close()
+        with contextlib.suppress(OSError):
+            self.stdin.close()
+        with contextlib.suppress(OSError):
+            self.stdout.close()  # a worker blocked writing a result nobody reads ends now
+
+    def finish(self, timeout: float) -> None:
+        """Wait for the worker to end after :meth:`stop`, killing it after ``timeout``."""
         try:
-            self.process.wait(timeout=30)
+            self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        self.stdout.close()
+
+
+def worker_startup(setup: Setup) -> float:
+    """Seconds a local worker takes from its start to its word that it is ready: a new
+    interpreter importing torch and torchbend, then loading and tracing the model (one started
+    and stopped, to time it)."""
+    start = time.perf_counter()
+    process = _Process(setup)
+    try:
+        process.ready()
+        return time.perf_counter() - start
+    finally:
+        process.stop()
+        process.finish(timeout=30)
 
 
 class LocalPool(Engine):
@@ -209,14 +244,17 @@ class LocalPool(Engine):
 
     def _replace(self, process: _Process) -> None:
         process.stop(kill=True)
+        process.finish(timeout=30)
         index = self.processes.index(process)
         self.processes[index] = _Process(self.setup)
         self.processes[index].ready()
         self.restarts += 1
 
-    def close(self) -> None:
+    def close(self, now: bool = False) -> None:
+        for process in self.processes:  # all told first, so that they end together
+            process.stop(kill=now)
         for process in self.processes:
-            process.stop()
+            process.finish(timeout=30)
         self.processes = []
 
 
@@ -343,7 +381,7 @@ class RayEngine(Engine):
         self.actors[slot] = self.actor_class.remote(self.setup_ref)
         self.restarts += 1
 
-    def close(self) -> None:
+    def close(self, now: bool = False) -> None:
         ray = import_ray()
         for actor in self.actors:
             ray.kill(actor, no_restart=True)

@@ -28,7 +28,16 @@ from typing import Any
 from ..config import BendingConfig
 from ..errors import SweepError
 
-__all__ = ["MANIFEST", "SWEEP", "Manifest", "read_rows", "row_config", "table", "write_atomic"]
+__all__ = [
+    "MANIFEST",
+    "SWEEP",
+    "Manifest",
+    "intact",
+    "read_rows",
+    "row_config",
+    "table",
+    "write_atomic",
+]
 
 MANIFEST = "manifest.jsonl"
 SWEEP = "sweep.json"
@@ -46,6 +55,22 @@ def write_atomic(path: Path, data: bytes) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(temporary, path)
+
+
+def intact(path: Path, frames: int) -> bool:
+    """Whether the audio file at ``path`` is whole: it exists, its header reads, it holds
+    ``frames`` frames, and its last frame decodes. A file cut short from outside fails (a WAV's
+    header then counts the frames left, a FLAC's last frame is gone), and is rendered again;
+    a render is never read whole, so checking a sweep of thousands of files takes seconds."""
+    import soundfile
+
+    try:
+        if soundfile.info(str(path)).frames != frames:
+            return False
+        last, _ = soundfile.read(str(path), start=frames - 1, frames=1, always_2d=True)
+    except (OSError, RuntimeError, ValueError):  # soundfile.LibsndfileError is a RuntimeError
+        return False
+    return len(last) == 1
 
 
 class Manifest:

@@ -1,338 +1,25 @@
-"""Planning and running a sweep: the points of its space, the jobs they make, and the driver
-that hands jobs to an engine and writes what comes back."""
+"""Running a sweep: the driver that opens its folder, hands the jobs still to render to an
+engine, writes what comes back, and stops the workers at once when it is interrupted."""
 
 from __future__ import annotations
 
-import copy
 import json
-import math
-import os
-import random
-import re
 import sys
 import time
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from ..audio.render import STREAM_BLOCK, streams
-from ..config import BendingConfig
 from ..errors import SweepError
 from .engines import Engine, make_engine
-from .manifest import FORMAT, SWEEP, VERSION, Manifest, write_atomic
-from .render import Job, Setup, encode, load_bended, run_audio, with_threads
-from .spec import Axis, SweepSpec, locate, read_spec
+from .estimate import duration
+from .manifest import FORMAT, SWEEP, VERSION, Manifest, intact, write_atomic
+from .render import encode
+from .space import Sweep, load
+from .spec import SweepSpec
 
-__all__ = ["Plan", "Sweep", "SweepResult", "plan", "run"]
-
-WAV_HEADER = 44
-"""Bytes of a WAV file's header, for the disk estimate."""
-
-
-@dataclass
-class Sweep:
-    """A specification with its model loaded: the axes resolved against the model, the inputs
-    read, and the jobs the space makes."""
-
-    spec: SweepSpec
-    axes: list[Axis]
-    inputs: list[Path]
-    audio: list[torch.Tensor]
-    sample_rate: int
-    block_size: int | None
-    bended: Any
-
-    @property
-    def points(self) -> int:
-        if self.spec.sample == "random":
-            assert self.spec.count is not None
-            return math.ceil(self.spec.count / len(self.inputs))
-        return math.prod(len(a.grid()) for a in self.axes)
-
-    @property
-    def renders(self) -> int:
-        if self.spec.sample == "random":
-            assert self.spec.count is not None
-            return self.spec.count
-        return self.points * len(self.inputs)
-
-    def values(self, point: int) -> dict[str, Any]:
-        """The value of each axis at ``point``."""
-        if self.spec.sample == "random":
-            rng = random.Random(f"torchbend-sweep:{self.spec.seed}:{point}")
-            return {a.name: a.draw(rng) for a in self.axes}
-        values: dict[str, Any] = {}
-        rest = point
-        for axis in reversed(self.axes):  # the last axis varies fastest
-            grid = axis.grid()
-            rest, i = divmod(rest, len(grid))
-            values[axis.name] = grid[i]
-        return {a.name: values[a.name] for a in self.axes}
-
-    def config(self, values: dict[str, Any]) -> dict[str, Any]:
-        """The base configuration with each axis set to its value, as a row holds it."""
-        config = copy.deepcopy(self.spec.base)
-        for axis in self.axes:
-            container, key = locate(config, axis.path, axis.name)
-            value = values[axis.name]
-            if axis.kind == "targets":
-                pattern = "^" + re.escape(value) + "$"
-                value = pattern if isinstance(container[key], str) else [pattern]
-            container[key] = copy.deepcopy(value)
-        return config
-
-    def jobs(self) -> Iterator[Job]:
-        """Every render, point by point, each input in turn."""
-        width = max(5, len(str(self.points - 1)))
-        count = 0
-        for point in range(self.points):
-            values = self.values(point)
-            config = self.config(values)
-            for i, path in enumerate(self.inputs):
-                if count == self.renders:
-                    return
-                count += 1
-                key = f"{point:0{width}d}-{i:02d}-{path.stem}"
-                yield Job(
-                    id=key,
-                    point=point,
-                    input_index=i,
-                    input=self._shown(path),
-                    audio=f"renders/{key}.{self.spec.format}",
-                    axes=values,
-                    config=config,
-                    seed=zlib.crc32(f"{self.spec.seed}:{key}".encode()),
-                )
-
-    def _shown(self, path: Path) -> str:
-        """An input as rows name it: relative to the specification's folder if the
-        specification names its inputs so, else absolute."""
-        if any(Path(entry).expanduser().is_absolute() for entry in self.spec.inputs):
-            return str(path)
-        try:
-            return str(path.relative_to(self.spec.root))
-        except ValueError:
-            return str(path)
-
-    def check(self) -> None:
-        """Refuse a space with a value the bending refuses, before any render: the first point,
-        then each value of each axis (both ends of a range drawn at random) in it, applied to
-        the model once each."""
-        first = self.values(0)
-        tried: list[tuple[str, dict[str, Any]]] = [("the first point", first)]
-        for axis in self.axes:
-            tried += [
-                (f"axis {axis.name!r} = {json.dumps(v)}", {**first, axis.name: v})
-                for v in axis.probes()
-            ]
-        seen: set[str] = set()
-        for label, values in tried:
-            config = self.config(values)
-            text = json.dumps(config, sort_keys=True)
-            if text in seen:
-                continue
-            seen.add(text)
-            try:
-                self.bended.bend(BendingConfig.from_dict(config, source=label))
-            except Exception as e:
-                raise SweepError(
-                    f"{label}: the bending fails: {' '.join(str(e).split())}"
-                ) from None
-            finally:
-                self.bended.reset()
-
-    def setup(self, unbent: list[torch.Tensor]) -> Setup:
-        return Setup(
-            model=self.spec.model_reference(),
-            checkpoint=self.spec.checkpoint_path(),
-            method=self.spec.method,
-            block_size=self.block_size,
-            sample_rate=self.sample_rate,
-            threads=self.spec.threads,
-            safety=self.spec.safety,
-            format=self.spec.format,
-            inputs=tuple(a.numpy() for a in self.audio),
-            unbent=tuple(u.numpy() for u in unbent),
-        )
-
-    def render_unbent(self) -> list[torch.Tensor]:
-        """Each input through the unbent model, as the workers render."""
-        setup = self.setup([])
-        with with_threads(self.spec.threads), torch.inference_mode():
-            return [run_audio(self.bended, setup, a).contiguous() for a in self.audio]
-
-
-def load(spec: str | Path | dict[str, Any] | SweepSpec) -> Sweep:
-    """The sweep ``spec`` describes, its model loaded and its space checked against it."""
-    from ..audio import load as load_audio
-
-    spec = spec if isinstance(spec, SweepSpec) else read_spec(spec)
-    inputs = spec.input_files()
-    bended = load_bended(spec.model_reference(), spec.checkpoint_path(), spec.method, None)
-    block_size: int | None
-    if spec.block_size == "auto":
-        block_size = STREAM_BLOCK if streams(bended.module) else None
-    else:
-        block_size = spec.block_size  # type: ignore[assignment]
-    sample_rate = int(getattr(bended.module, "sample_rate", 44100))
-    audio = [load_audio(p, sample_rate=sample_rate, mono=True)[0].contiguous() for p in inputs]
-    axes = [_resolve(a, bended, spec.method) for a in spec.axes]
-    sweep = Sweep(spec, axes, inputs, audio, sample_rate, block_size, bended)
-    if spec.sample == "grid" and spec.count is not None and spec.count != sweep.renders:
-        raise SweepError(
-            f"count is {spec.count}, but the grid makes {sweep.points} point(s) x "
-            f"{len(inputs)} input(s) = {sweep.renders} renders: remove count, set it to "
-            f"{sweep.renders}, or sample at random"
-        )
-    sweep.check()
-    return sweep
-
-
-def _resolve(axis: Axis, bended: Any, method: str) -> Axis:
-    """A ``targets`` axis with the model's names that its pattern matches."""
-    if axis.kind != "targets":
-        return axis
-    fn = axis.method or method
-    names: list[str] = []
-    if axis.targets in ("activations", "all"):
-        try:
-            names += bended.activation_names(fn)
-        except Exception as e:
-            raise SweepError(f"axis {axis.name!r}: no activations of {fn!r}: {e}") from None
-    if axis.targets in ("weights", "all"):
-        names += bended.weight_names
-    pattern = re.compile(axis.pattern)
-    kept = [n for n in names if pattern.search(n)]
-    if not kept:
-        raise SweepError(
-            f"axis {axis.name!r}: pattern {axis.pattern!r} matches none of the {len(names)} "
-            f"{axis.targets} of {fn} (such as {', '.join(names[:5])}); see `torchbend inspect`"
-        )
-    return axis.with_targets(kept)
-
-
-@dataclass
-class Plan:
-    """What a sweep means: renders, inputs, and the time and disk it will take."""
-
-    spec: SweepSpec
-    points: int
-    inputs: list[Path]
-    input_seconds: list[float]
-    renders: int
-    axes: list[Axis]
-    sample_rate: int
-    block_size: int | None
-    disk_bytes: int
-    seconds_per_render: float | None = None
-    workers: int = 1
-
-    @property
-    def estimate_seconds(self) -> float | None:
-        if self.seconds_per_render is None:
-            return None
-        return self.seconds_per_render * self.renders / max(1, self.workers)
-
-    def __str__(self) -> str:
-        lines = [
-            f"model {self.spec.model}.{self.spec.method} at {self.sample_rate} Hz, "
-            + (f"by blocks of {self.block_size}" if self.block_size else "in one pass"),
-            f"{len(self.inputs)} input(s), {sum(self.input_seconds):.1f} s of audio in all",
-            f"{len(self.axes)} axis/axes, sampled {self.spec.sample}:",
-        ]
-        for a in self.axes:
-            if a.kind == "range" and a.steps is None:
-                shown = f"any of [{a.low:g}, {a.high:g}]" + (" (log)" if a.log else "")
-            else:
-                values = a.grid()
-                shown = f"{len(values)} values: " + ", ".join(json.dumps(v) for v in values[:6])
-                shown += ", ..." if len(values) > 6 else ""
-            lines.append(f"  {a.name}: {shown}")
-        lines.append(
-            f"{self.points} point(s) x {len(self.inputs)} input(s) = {self.renders} renders"
-        )
-        lines.append(f"disk: about {_size(self.disk_bytes)} of {self.spec.format.upper()} files")
-        if self.estimate_seconds is not None and self.seconds_per_render is not None:
-            lines.append(
-                f"time: about {_duration(self.estimate_seconds)} with {self.workers} worker(s) "
-                f"({self.seconds_per_render * 1000:.0f} ms per render, measured on this machine)"
-            )
-        return "\n".join(lines)
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000:
-            return f"{n:.0f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def plan(
-    spec: str | Path | dict[str, Any] | SweepSpec, probe: bool = True, workers: int | None = None
-) -> Plan:
-    """What ``spec`` means: how many renders, and about how long and how much disk they take
-    (with ``probe``, the time comes from rendering the first input on this machine)."""
-    sweep = load(spec)
-    frames = [a.shape[-1] for a in sweep.audio]
-    per_point = sum(WAV_HEADER + 2 * n for n in frames)
-    disk = per_point * sweep.renders // len(frames)
-    if sweep.spec.format == "flac":
-        disk = disk * 6 // 10  # FLAC of a model's output: about 60 % of 16-bit WAV
-    result = Plan(
-        spec=sweep.spec,
-        points=sweep.points,
-        inputs=sweep.inputs,
-        input_seconds=[n / sweep.sample_rate for n in frames],
-        renders=sweep.renders,
-        axes=sweep.axes,
-        sample_rate=sweep.sample_rate,
-        block_size=sweep.block_size,
-        disk_bytes=disk,
-        workers=workers or _default_workers(),
-    )
-    if probe:
-        result.seconds_per_render = _probe(sweep)
-    return result
-
-
-def _default_workers() -> int:
-    return os.cpu_count() or 1
-
-
-def _probe(sweep: Sweep) -> float:
-    """Seconds one render takes here, on average over the inputs (rendered, measured and
-    encoded as a worker does, after one render to warm up)."""
-    from .render import Renderer
-
-    renderer = Renderer(sweep.setup(sweep.render_unbent()), bended=sweep.bended)
-    jobs = list(_first_jobs(sweep))
-    renderer.render(jobs[0])
-    start = time.perf_counter()
-    for job in jobs:
-        renderer.render(job)
-    return (time.perf_counter() - start) / len(jobs)
-
-
-def _first_jobs(sweep: Sweep) -> Iterator[Job]:
-    seen: set[int] = set()
-    for job in sweep.jobs():
-        if job.input_index in seen:
-            return
-        seen.add(job.input_index)
-        yield job
+__all__ = ["SweepResult", "SweepStopped", "load", "run"]
 
 
 @dataclass
@@ -363,6 +50,18 @@ class SweepResult:
             f"{self.skipped} already done; {rate:.1f} renders/s on {self.engine}); "
             f"{self.broken} broken, {self.failed} failed"
         )
+
+
+class SweepStopped(KeyboardInterrupt):
+    """A sweep interrupted (Ctrl-C, a supervisor's or a notebook's interrupt): its workers
+    are stopped, every render it finished is on disk, and running it again resumes it."""
+
+    def __init__(self, folder: Path, done: int, total: int) -> None:
+        super().__init__(
+            f"the sweep in {folder} stopped with {done} of {total} renders done; run it again "
+            "(the same specification and folder) to resume"
+        )
+        self.folder, self.done, self.total = folder, done, total
 
 
 def _description(sweep: Sweep) -> dict[str, Any]:
@@ -437,7 +136,7 @@ class Progress:
         bar = "#" * int(24 * self.done / max(1, self.total))
         print(
             f"\rsweep [{bar:<24}] {self.done}/{self.total} {rate:.1f} renders/s, "
-            f"{_duration(left)} left, {self.broken} broken, {self.failed} failed   ",
+            f"{duration(left)} left, {self.broken} broken, {self.failed} failed   ",
             end="",
             file=sys.stderr,
             flush=True,
@@ -471,40 +170,42 @@ def run(
     _open_folder(folder, sweep)
     manifest = Manifest(folder)
     unbent = sweep.render_unbent()
+    frames = [a.shape[-1] for a in sweep.audio]
     for i, path in enumerate(sweep.inputs):
         target = folder / _unbent_name(i, path)
-        if not target.is_file():
+        if not intact(target, frames[i]):
             write_atomic(target, encode(unbent[i], sweep.sample_rate, "wav"))
     write_atomic(folder / SWEEP, (json.dumps(_description(sweep), indent=1) + "\n").encode())
-    jobs = list(sweep.jobs())
-    order = [job.id for job in jobs]
-    todo = [
-        job
-        for job in jobs
-        if job.id not in manifest
-        or (
-            manifest.rows[job.id]["audio"]
-            and not (folder / manifest.rows[job.id]["audio"]).is_file()
-        )
-    ]
-    skipped = len(order) - len(todo)
+    todo = set()
+    for key, _, i in sweep.keys():  # done: a row, and its file whole (it may be cut since)
+        row = manifest.rows.get(key)
+        if row is None or (row["audio"] and not intact(folder / row["audio"], frames[i])):
+            todo.add(key)
+    skipped = sweep.renders - len(todo)
     runner = make_engine(engine, workers, address)
-    bar = Progress(len(order), skipped, progress)
+    bar = Progress(sweep.renders, skipped, progress)
     if todo:
-        runner.start(sweep.setup(unbent))
         try:
-            for job, row, data in runner.results(todo):
+            runner.start(sweep.setup(unbent))
+            for job, row, data in runner.results(sweep.jobs(keep=todo.__contains__)):
                 if data is not None:
                     write_atomic(folder / job.audio, data)
                 manifest.append(row)
                 bar.update(row)
                 if on_row is not None:
                     on_row(row)
+        except BaseException as e:  # stop the workers now, whatever they are doing
+            runner.close(now=True)
+            if isinstance(e, KeyboardInterrupt):
+                written = Manifest(folder).rows  # as on disk: a row may be cut short
+                done = sum(1 for key, _, _ in sweep.keys() if key in written)
+                raise SweepStopped(folder, done, sweep.renders) from None
+            raise
         finally:
             bar.close()
-            runner.close()
-    manifest.compact(order)
-    rows = [manifest.rows[k] for k in order if k in manifest.rows]
+        runner.close()
+    manifest.compact(key for key, _, _ in sweep.keys())
+    rows = [manifest.rows[key] for key, _, _ in sweep.keys() if key in manifest.rows]
     return SweepResult(
         folder=folder,
         rows=rows,

@@ -34,8 +34,12 @@ from typing import Any
 from ..config import FORMAT, VERSION
 from ..errors import SweepError, did_you_mean
 
-__all__ = ["SAMPLINGS", "Axis", "SweepSpec", "read_spec"]
+__all__ = ["MAX_RENDERS", "SAMPLINGS", "Axis", "SweepSpec", "read_spec"]
 
+MAX_RENDERS = 1_000_000
+"""The most renders a sweep may make. Its manifest is read whole when it resumes and mapped
+whole by the atlas: a million rows is some gigabytes of memory, and already hours of renders
+and hundreds of gigabytes of audio; a larger space is sampled at random, or split in sweeps."""
 SAMPLINGS = ("grid", "random")
 AUDIO_FORMATS = ("wav", "flac")
 TARGET_KINDS = ("activations", "weights", "all")
@@ -91,7 +95,7 @@ class Axis:
 
     ``kind`` is ``values`` (a list), ``range`` (numbers from ``low`` to ``high``: ``steps``
     of them on a grid, evenly or geometrically with ``log``; any in between when drawn at
-    random without ``steps``), ``seeds`` (``count`` integers from ``start``) or ``targets``
+    random without ``steps``), ``seeds`` (``steps`` integers from ``start``) or ``targets``
     (the names of the model's activations or weights that ``pattern`` matches, resolved when
     the model is loaded: see :meth:`with_targets`).
     """
@@ -105,44 +109,66 @@ class Axis:
     steps: int | None = None
     log: bool = False
     integer: bool = False
+    start: int = 0
     targets: str = ""
     pattern: str = ""
     method: str | None = None
 
-    def grid(self) -> list[Any]:
-        """Every value the axis takes on a grid."""
-        if self.kind != "range":
-            return list(self.values)
+    @property
+    def size(self) -> int | None:
+        """How many values the axis takes on a grid, counted without listing them (``None``
+        for a range without steps, which only random sampling takes)."""
+        if self.kind in ("range", "seeds"):
+            return self.steps
+        return len(self.values)
+
+    def value(self, index: int) -> Any:
+        """The ``index``-th value of the grid, computed alone: an axis of a billion steps
+        gives any of them without listing the others."""
         steps = self.steps
+        if self.kind == "seeds":
+            return self.start + index
+        if self.kind != "range":
+            return self.values[index]
         if steps is None:
             raise SweepError(
                 f"axis {self.name!r}: a range needs 'steps' for a grid; give steps, or sample "
                 "at random"
             )
         if steps == 1:
-            return [self._cast(self.low)]
+            return self._cast(self.low)
         if self.log:
-            ratio = self.high / self.low
-            return [self._cast(self.low * ratio ** (i / (steps - 1))) for i in range(steps)]
-        span = self.high - self.low
-        return [self._cast(self.low + span * i / (steps - 1)) for i in range(steps)]
+            return self._cast(self.low * (self.high / self.low) ** (index / (steps - 1)))
+        return self._cast(self.low + (self.high - self.low) * index / (steps - 1))
+
+    def grid(self) -> list[Any]:
+        """Every value the axis takes on a grid, as a list (see :meth:`value` for one)."""
+        size = self.size
+        if size is None:
+            return [self.value(0)]  # raises: a range without steps has no grid
+        return [self.value(i) for i in range(size)]
 
     def draw(self, rng: random.Random) -> Any:
         """One value drawn at random: uniform among the values, or within the range."""
         if self.kind != "range" or self.steps is not None:
-            values = self.grid()
-            return values[rng.randrange(len(values))]
+            size = self.size
+            assert size is not None
+            return self.value(rng.randrange(size))
         u = rng.random()
         if self.log:
             return self._cast(self.low * (self.high / self.low) ** u)
         return self._cast(self.low + (self.high - self.low) * u)
 
     def probes(self) -> list[Any]:
-        """The values to try on the model before a sweep: every value of the grid, or both
-        ends of a range drawn at random."""
-        if self.kind == "range" and self.steps is None:
+        """The values to try on the model before a sweep: every value of a list (each may be
+        of its own kind), both ends of a range or of a run of seeds (every value between is
+        of the same kind, within them)."""
+        if self.kind == "range":
             return [self._cast(self.low), self._cast(self.high)]
-        return self.grid()
+        if self.kind == "seeds":
+            assert self.steps is not None
+            return [self.start, self.start + self.steps - 1]
+        return list(self.values)
 
     def _cast(self, value: float) -> float | int:
         return round(value) if self.integer else float(value)
@@ -302,6 +328,7 @@ def read_spec(spec: str | Path | dict[str, Any], root: str | Path | None = None)
             f"{_show(axes_data)}"
         )
     axes = [_axis(name, a, base, source, sample) for name, a in axes_data.items()]
+    check_size(axes, 1, sample, count, source)
     normalized = {**data, "base": base}
     return SweepSpec(
         model=model,
@@ -319,6 +346,32 @@ def read_spec(spec: str | Path | dict[str, Any], root: str | Path | None = None)
         threads=threads,
         safety=safety,
         source=normalized,
+    )
+
+
+def check_size(
+    axes: Sequence[Axis], inputs: int, sample: str, count: int | None, source: str
+) -> None:
+    """Refuse a sweep of more than :data:`MAX_RENDERS` renders, counted from the sizes of its
+    axes (never listed) and its ``inputs`` (a ``targets`` axis not yet resolved against the
+    model counts as one value): before the model is loaded, a value bent or a job made."""
+    if sample == "random":
+        if count is not None and count > MAX_RENDERS:
+            raise SweepError(
+                f"{source}, count: {count:,} renders, more than the {MAX_RENDERS:,} a sweep "
+                "may make; lower count, or split the sweep in several"
+            )
+        return
+    sizes = {a.name: (1 if a.kind == "targets" and not a.values else a.size or 1) for a in axes}
+    points = math.prod(sizes.values())
+    if points * inputs <= MAX_RENDERS:
+        return
+    largest = max(sizes, key=lambda name: sizes[name])
+    raise SweepError(
+        f"{source}: the grid makes {points:,} point(s) x {inputs} input(s) = "
+        f"{points * inputs:,} renders, more than the {MAX_RENDERS:,} a sweep may make; narrow "
+        f"it: fewer steps or values on axis {largest!r} ({sizes[largest]:,} now), fewer axes "
+        "or inputs, or sample: random with a count"
     )
 
 
@@ -479,7 +532,7 @@ def _axis(name: Any, data: Any, base: dict[str, Any], source: str, sample: str) 
                 f"{where}: expected 'seeds' a positive count and 'start' an integer, got "
                 f"{_show(count)} and {_show(start)}"
             )
-        return Axis(name, path, kind, values=tuple(range(start, start + count)))
+        return Axis(name, path, kind, steps=count, start=start, integer=True)
     if kind == "targets":
         targets, pattern = data["targets"], data.get("pattern", ".")
         method = data.get("method")

@@ -4,7 +4,8 @@
 It reads a :class:`~torchbend.sweep.render.Setup` then jobs from its standard input and writes
 ``("ready", pid)`` then one ``("done", id, (row, audio))`` per job on its standard output
 (:mod:`torchbend.sweep.wire`). What the model prints goes to the
-standard error: the output carries messages only. A plain process started this way, unlike a
+standard error: the output carries messages only. It ends quietly at the end of its input or
+when the driver stops reading its output. A plain process started this way, unlike a
 ``multiprocessing`` one, never imports the script that started the sweep (a script without
 ``if __name__ == "__main__":`` would run again in every worker).
 """
@@ -29,9 +30,15 @@ def main() -> None:
     from .render import Renderer
 
     renderer = Renderer(setup)
-    write_message(output, ("ready", os.getpid()))
-    while (job := read_message(source)) is not None:
-        write_message(output, ("done", job.id, renderer.render(job)))
+    try:
+        write_message(output, ("ready", os.getpid()))
+        while (job := read_message(source)) is not None:
+            write_message(output, ("done", job.id, renderer.render(job)))
+    except BrokenPipeError:  # the driver stopped reading: it was interrupted, or died
+        # what is left in the buffer goes nowhere, instead of failing again at exit
+        nowhere = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(nowhere, output.fileno())
+        os.close(nowhere)
 
 
 if __name__ == "__main__":
