@@ -171,6 +171,17 @@ def test_specification_files_json_and_yaml(tmp_path: Path) -> None:
         tb.sweep.read_spec(tmp_path / "list.json")
 
 
+def test_specifications_nested_too_deep_are_one_line_errors(tmp_path: Path) -> None:
+    deep = "[" * 5000 + "]" * 5000  # Python's own parser raises RecursionError on this
+    (tmp_path / "deep.json").write_text(deep)
+    with pytest.raises(SweepError, match=r"deep.json: lists and objects nest more than \d+"):
+        tb.sweep.read_spec(tmp_path / "deep.json")
+    (tmp_path / "base.json").write_text('{"bendings": ' + deep + "}")
+    (tmp_path / "s.json").write_text(json.dumps(spec_with(base="base.json")))
+    with pytest.raises(SweepError, match=r"base: base.json: lists and objects nest more"):
+        tb.sweep.read_spec(tmp_path / "s.json")
+
+
 def test_inputs_that_name_no_audio_say_so(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     (tmp_path / "notes.txt").write_text("x")

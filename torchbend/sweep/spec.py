@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import FORMAT, VERSION
-from ..errors import SweepError, did_you_mean
+from ..config_schema import parse
+from ..errors import BendingError, SweepError, did_you_mean
 
 __all__ = ["MAX_RENDERS", "SAMPLINGS", "Axis", "SweepSpec", "read_spec"]
 
@@ -391,12 +392,20 @@ def _read_file(path: Path) -> Any:
             return yaml.safe_load(text)
         except yaml.YAMLError as e:
             raise SweepError(f"{path} is not valid YAML: {' '.join(str(e).split())}") from None
+        except RecursionError:
+            raise SweepError(f"{path}: lists and mappings nest too deep to read") from None
     if path.suffix.lower() != ".json":
         raise SweepError(f"{path}: a sweep specification is a .json, .yaml or .yml file")
+    return _json(text, str(path))
+
+
+def _json(text: str, source: str) -> Any:
+    """``text`` read as JSON by the parser bending configurations use (which refuses nesting too
+    deep for Python's parser), its refusal raised as a :class:`SweepError`."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise SweepError(f"{path} is not valid JSON: {e}") from None
+        return parse(text, source)
+    except BendingError as e:
+        raise SweepError(str(e)) from None
 
 
 def _string(data: dict[str, Any], key: str, source: str, default: str | None = None) -> str:
@@ -416,10 +425,7 @@ def _base(base: Any, source: str, root: Path) -> dict[str, Any]:
         path = Path(base) if Path(base).is_absolute() else root / base
         if not path.is_file():
             raise SweepError(f"{source}, base: no bending configuration file {base!r}")
-        try:
-            base = json.loads(path.read_text())
-        except json.JSONDecodeError as e:
-            raise SweepError(f"{source}, base: {base} is not valid JSON: {e}") from None
+        base = _json(path.read_text(), f"{source}, base: {base}")
     if not isinstance(base, dict):
         raise SweepError(
             f"{source}, base: expected a bending configuration (an object with 'bendings', or "
