@@ -12,7 +12,7 @@ from torch import nn
 
 from .errors import AudioError, TorchbendError
 
-__all__ = ["CEILING", "Safety", "SafetyStats", "safety_stage"]
+__all__ = ["CEILING", "Safety", "SafetyStats", "decibels", "safety_stage"]
 
 CEILING = 10.0
 """Samples beyond ``±CEILING`` (+20 dB over full scale) are clipped there before the DC blocker
@@ -47,6 +47,11 @@ class SafetyStats:
     max_dc: float
     """The largest offset the DC blocker removed (full scale 1): the mean over a block of what
     it took away from a channel."""
+    peak: float = 0.0
+    """The largest size of a sample that came in (full scale 1; NaN and infinite samples the
+    guard silenced not counted): how loud the model played."""
+    limited_seconds: float = 0.0
+    """How long the limiter turned the gain down (on any channel), in seconds."""
 
     @property
     def acted(self) -> bool:
@@ -62,8 +67,9 @@ class SafetyStats:
             )
         if self.limited_blocks:
             parts.append(
-                f"limited {self.limited_blocks} blocks ({self.limited_samples} samples, up to "
-                f"{self.max_reduction_db:.1f} dB of gain reduction)"
+                f"limited {self.limited_blocks} blocks ({1000 * self.limited_seconds:.0f} ms "
+                f"above the threshold, up to {self.max_reduction_db:.1f} dB of gain reduction; "
+                f"peak in {decibels(self.peak)})"
             )
         if not parts:
             parts.append("nothing guarded or limited")
@@ -239,10 +245,11 @@ class Safety(nn.Module):
         if self.guard and (self.fading or not math.isfinite(peak)):
             rows = self._guard(rows)
             peak = float(rows.abs().amax())
-        if not self.dc and not self.limit:
-            return rows.reshape(shape)
         if math.isnan(peak):  # the guard is off: NaN goes through, the rest is still limited
             peak = math.inf
+        self.peak = max(self.peak, peak)
+        if not self.dc and not self.limit:
+            return rows.reshape(shape)
         if peak > self.ceiling:
             rows = rows.clamp(-self.ceiling, self.ceiling)
         parts: list[torch.Tensor] = []
@@ -271,6 +278,8 @@ class Safety(nn.Module):
         self.nonfinite = 0
         self.limited_blocks = 0
         self.limited_samples = 0
+        self.limited_time = 0
+        self.peak = 0.0
         self.min_gain = 1.0
         self.dc_peak.zero_()
         if state:
@@ -371,6 +380,7 @@ class Safety(nn.Module):
         curve = self.threshold + knee * torch.tanh((env - self.threshold) / knee)
         gain = torch.where(over, (curve / env).clamp(max=1.0), torch.ones_like(env))
         self.limited_samples += count
+        self.limited_time += int(over.any(0).sum())
         self.min_gain = min(self.min_gain, float(gain.min()))
         # |x| <= e, so |x| * f(e) / e <= f(e) <= 1; the clamp only takes rounding off.
         limited = (x * gain).clamp(-1.0, 1.0)
@@ -387,6 +397,8 @@ class Safety(nn.Module):
             limited_samples=self.limited_samples,
             max_reduction_db=-20.0 * math.log10(max(self.min_gain, 1e-300)),
             max_dc=float(self.dc_peak.max()) if self.dc_peak.numel() else 0.0,
+            peak=self.peak,
+            limited_seconds=self.limited_time / self.sample_rate,
         )
 
     def extra_repr(self) -> str:
@@ -397,6 +409,15 @@ class Safety(nn.Module):
             if value != defaults[name]:
                 args.append(f"{name}={value!r}")
         return ", ".join(args)
+
+
+def decibels(level: float) -> str:
+    """A level (full scale 1) in dBFS, as the reports print it: ``-0.3 dBFS``, ``+6.0 dBFS``."""
+    if level <= 0.0:
+        return "silence"
+    if math.isinf(level):
+        return "infinite"
+    return f"{20.0 * math.log10(level):+.1f} dBFS"
 
 
 def _check_number(

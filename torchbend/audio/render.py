@@ -76,14 +76,19 @@ def render(
     """``audio`` (``[channels, time]``) through traced method ``fn`` of ``bended``, and how:
     block by block as :class:`~torchbend.audio.stream.Stream` runs it, from a clean state, or
     with ``block_size=None`` in one pass over the whole file. Any length in, the same length
-    out. With ``safety``, the output goes through :class:`~torchbend.audio.Safety` (block by
+    out. Each channel of ``audio`` runs through the model as an item of a batch (as
+    ``Stream(..., channels=1)`` runs them), unless the model declares that many ``channels``.
+    With ``safety``, the output goes through :class:`~torchbend.audio.Safety` (block by
     block with the model, or in one pass after it: the same, to float rounding)."""
     from ..audio.stream import Stream
     from ..safety import Safety
 
     ratio = ratio_of(bended.module)
+    fold = audio.shape[0] > 1 and getattr(bended.module, "channels", None) != audio.shape[0]
     if block_size is None:
         x = padded(audio, ratio)
+        if fold:
+            x = x.transpose(0, 1)  # [channels, 1, time]: each channel an item of the batch
         with torch.inference_mode():
             out = bended.call(fn, x)
         if not isinstance(out, torch.Tensor) or out.dim() != 3 or out.shape[-1] != x.shape[-1]:
@@ -92,17 +97,19 @@ def render(
                 f"{fn} gave {shape} for audio of shape {list(x.shape)}: `torchbend bend` "
                 "takes methods from audio to audio of the same length"
             )
-        if not safety:
-            return out[0, :, : audio.shape[-1]], "in one pass"
-        stage = Safety(sample_rate)
-        with torch.inference_mode():
-            out = stage(out)
-        return out[0, :, : audio.shape[-1]], f"in one pass; {stage.stats}"
+        how = "in one pass"
+        if safety:
+            stage = Safety(sample_rate)
+            with torch.inference_mode():
+                out = stage(out)
+            how += f"; {stage.stats}"
+        return out[..., : audio.shape[-1]].reshape(-1, audio.shape[-1]), how
     stream = Stream(
         bended,
         method=fn,
         block_size=block_size,
         ratio=ratio,
+        channels=1 if fold else None,
         sample_rate=sample_rate,
         safety=safety,
     )
