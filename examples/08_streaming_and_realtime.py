@@ -11,7 +11,7 @@ offline call gives, and writes the renders (``mono_<block>.wav``, ``stereo_<bloc
 DIR (default ``out/examples/08``). ``--smoke`` streams one second at two block sizes.
 
 The bending drives the model past full scale, so the stream ends with the safety stage of live
-play (``safety=True``: NaN silenced, DC removed, a soft limiter within [-1, 1]) and the script
+play (NaN silenced, DC removed, a soft limiter, here within -0.3 dBFS) and the script
 prints what it did; ``--no-safety`` writes the model's output as it is (clipped by the file).
 """
 
@@ -27,6 +27,7 @@ from torchbend.audio import load as load_audio
 from torchbend.audio import save
 from torchbend.audio.stream import Stream
 from torchbend.models import load
+from torchbend.safety import FILE_CEILING
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -42,8 +43,10 @@ def bent_stream(block: int, batch: int, safety: bool) -> tuple[tb.BendedModule, 
     bended.bend(tb.SoftClip(drive=3.0), "decoder_0$")
     bended.bend(tb.Scale(1.3), r"decoder\.0\.weight")
     # channels=1: a mono model; a stereo input runs as a batch of two.
+    # The safety stage for a file to listen to: within -0.3 dBFS (live play's is full scale).
+    stage = tb.audio.Safety(model.sample_rate, ceiling=FILE_CEILING) if safety else False
     stream = Stream(
-        bended, block_size=block, sample_rate=model.sample_rate, channels=1, safety=safety
+        bended, block_size=block, sample_rate=model.sample_rate, channels=1, safety=stage
     )
     return bended, stream
 
@@ -83,7 +86,7 @@ def main() -> None:
                 whole = torch.nn.functional.pad(audio, (0, -length % block))[:, None]
                 offline = bended(whole)
                 if stream.safety is not None:  # the same stage, in one pass after the model
-                    offline = tb.audio.Safety(sr)(offline)
+                    offline = tb.audio.Safety(sr, ceiling=FILE_CEILING)(offline)
                 offline = offline[:, 0, :length]
             s = stream.stats
             lines.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import torch
@@ -9,6 +10,7 @@ import torch
 from .bended import BendedModule
 from .callbacks import BendingCallback, Mask, Noise, Scale
 from .controls import BendingParameter
+from .safety import FILE_CEILING, Safety
 
 __all__ = ["BENDINGS", "SOUNDS", "run_demo"]
 
@@ -28,6 +30,8 @@ _FFT, _HOP = 4096, 512
 """Long frames: the picture's frequency axis is logarithmic, and its bass needs fine bins."""
 _LOWEST = 30.0
 """The lowest frequency the picture shows, in Hz."""
+_ROWS = 160
+"""Rows of the picture's frequency axis, spaced evenly in log frequency (about 16 an octave)."""
 
 
 def _spectrogram(audio: torch.Tensor) -> torch.Tensor:
@@ -42,14 +46,16 @@ def _picture(renders: dict[str, dict[str, torch.Tensor]], path: Path, rate: int)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
     from matplotlib.ticker import FuncFormatter
 
     sounds, variants = list(renders), list(next(iter(renders.values())))
-    # A logarithmic frequency axis, as we hear (an octave is as tall at 50 Hz as at 5 kHz),
-    # from the first bin above _LOWEST: a linear one squeezes bass and pad into its bottom.
-    bins = torch.fft.rfftfreq(_FFT, 1 / rate)
-    shown = bins >= _LOWEST
+    # A logarithmic frequency axis, as we hear (an octave is as tall at 50 Hz as at 5 kHz):
+    # a linear one squeezes bass and pad into its bottom. Each row reads the STFT bin nearest
+    # its centre (rows are finer than the bins below ~350 Hz, coarser above), so that the
+    # mesh has _ROWS rows, not _FFT / 2: drawing that many takes half a minute.
+    edges = torch.logspace(math.log10(_LOWEST), math.log10(rate / 2), _ROWS + 1)
+    centres = (edges[:-1] * edges[1:]).sqrt()
+    nearest = (centres * _FFT / rate).round().long()
     hertz = FuncFormatter(lambda f, _: f"{f / 1000:g}k" if f >= 1000 else f"{f:g}")
     fig, axes = plt.subplots(
         len(sounds), len(variants), figsize=(3.2 * len(variants), 2.4 * len(sounds)), squeeze=False
@@ -58,13 +64,13 @@ def _picture(renders: dict[str, dict[str, torch.Tensor]], path: Path, rate: int)
     for i, sound in enumerate(sounds):
         for j, variant in enumerate(variants):
             ax = axes[i][j]
-            spec = _spectrogram(renders[sound][variant])[shown]
-            times = torch.arange(spec.shape[-1]) * _HOP / rate
+            spec = _spectrogram(renders[sound][variant])[nearest]
+            times = torch.arange(spec.shape[-1] + 1) * _HOP / rate  # the frames' edges
             image = ax.pcolormesh(
                 times.numpy(),
-                bins[shown].numpy(),
+                edges.numpy(),
                 spec.numpy(),
-                shading="nearest",
+                shading="flat",
                 vmin=-100,
                 vmax=0,
                 cmap="magma",
@@ -156,8 +162,9 @@ def run_demo(
                 bended.bend(cb, pattern)
             for name, audio in sounds.items():
                 print(f"  rendering {name} ({label.replace('_', ' ')})...", end="", flush=True)
+                stage = Safety(rate, ceiling=FILE_CEILING) if safety else False
                 stream = Stream(
-                    bended, method="forward", block_size=block, sample_rate=rate, safety=safety
+                    bended, method="forward", block_size=block, sample_rate=rate, safety=stage
                 )
                 stream.reset()
                 if label == "latent_sweep":

@@ -12,6 +12,7 @@ from torch import nn
 
 from ..bended import BendedModule
 from ..errors import TorchbendError
+from ..safety import Safety, safety_stage
 
 __all__ = ["STREAM_BLOCK", "padded", "ratio_of", "render", "streams", "trace_audio"]
 
@@ -71,17 +72,17 @@ def render(
     fn: str,
     block_size: int | None,
     progress: Any = None,
-    safety: bool = False,
+    safety: bool | Safety = False,
 ) -> tuple[torch.Tensor, str]:
     """``audio`` (``[channels, time]``) through traced method ``fn`` of ``bended``, and how:
     block by block as :class:`~torchbend.audio.stream.Stream` runs it, from a clean state, or
     with ``block_size=None`` in one pass over the whole file. Any length in, the same length
     out. Each channel of ``audio`` runs through the model as an item of a batch (as
     ``Stream(..., channels=1)`` runs them), unless the model declares that many ``channels``.
-    With ``safety``, the output goes through :class:`~torchbend.audio.Safety` (block by
-    block with the model, or in one pass after it: the same, to float rounding)."""
+    With ``safety`` (``True``, or a :class:`~torchbend.audio.Safety` of your settings), the
+    output goes through the safety stage (block by block with the model, or in one pass after
+    it: the same, to float rounding); the way it is said ends with what the stage did."""
     from ..audio.stream import Stream
-    from ..safety import Safety
 
     ratio = ratio_of(bended.module)
     fold = audio.shape[0] > 1 and getattr(bended.module, "channels", None) != audio.shape[0]
@@ -98,8 +99,9 @@ def render(
                 "takes methods from audio to audio of the same length"
             )
         how = "in one pass"
-        if safety:
-            stage = Safety(sample_rate)
+        stage = safety_stage(safety, sample_rate, "the render")
+        if stage is not None:
+            stage.reset()
             with torch.inference_mode():
                 out = stage(out)
             how += f"; {stage.stats}"

@@ -76,7 +76,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def _channels(audio: torch.Tensor, choice: str, path: str) -> torch.Tensor:
     """The channels of ``audio`` that ``--channels`` picks: ``mix`` (one, their average),
     ``all``, or one by its index."""
-    from ..audio import downmix
+    from ..audio.io import downmix
 
     if choice == "mix":
         return downmix(audio, Path(path).name)
@@ -94,7 +94,7 @@ def _channels(audio: torch.Tensor, choice: str, path: str) -> torch.Tensor:
 def cmd_bend(args: argparse.Namespace) -> int:
     from ..audio import load, save
     from ..audio.io import FORMATS
-    from ..safety import decibels
+    from ..safety import FILE_CEILING, Safety, decibels
 
     out_path = output_path(args.output, "OUTPUT", tuple(FORMATS))
     model = _bended(args)
@@ -116,7 +116,8 @@ def cmd_bend(args: argparse.Namespace) -> int:
             bar = "#" * int(30 * i / count)
             print(f"\r[{bar:<30}] {i / count:4.0%}", end="", file=sys.stderr, flush=True)
 
-    out, how = render(model, audio, sr, args.fn, block, progress, safety=args.safety)
+    safety = Safety(sr, ceiling=FILE_CEILING) if args.safety else False
+    out, how = render(model, audio, sr, args.fn, block, progress, safety=safety)
     if not args.quiet and block is not None:
         print(f"\r[{'#' * 30}] 100%", file=sys.stderr)
     save(out_path, out, sr)
