@@ -64,3 +64,24 @@ def test_example(script: Path, runs) -> None:
     assert result.returncode == 0, f"{script.name} exited {result.returncode}{tail}"
     written = [p for p in out.rglob("*") if p.is_file()]
     assert written, f"{script.name} wrote nothing to {out}{tail}"
+
+
+def test_example_08_writes_renders_to_listen_to(runs, tmp_path) -> None:
+    """Example 08's bending drives the model past full scale: its renders go through the
+    safety stage, which says what it did, and no written sample sits at full scale (the
+    stereo renders clipped a fifth of their samples without it)."""
+    import soundfile as sf
+
+    script = EXAMPLES / "08_streaming_and_realtime.py"
+    if script.name in runs:
+        out, future = runs[script.name]
+        result = future.result()
+    else:  # run alone
+        out, result = tmp_path, run(script, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    written = sorted(out.glob("*.wav"))
+    assert len(written) == 4
+    for path in written:
+        data = sf.read(str(path), dtype="int16")[0].astype("int32")
+        assert int((abs(data) >= 32767).sum()) == 0, f"{path.name} clips"
+    assert "safety: limited" in result.stdout
