@@ -355,6 +355,6 @@ def test_stats_say_the_peak_in_and_how_long_the_limiter_acted() -> None:
     assert stats.peak == 2.0
     # the 10 ms, then the release (1 ms a time constant) from +6 dB down to the threshold
     assert 0.010 <= stats.limited_seconds <= 0.010 + 0.001 * math.log(2 / 0.8) + 1e-3
-    assert f"{1000 * stats.limited_seconds:.0f} ms above the threshold" in str(stats)
+    assert f"{1000 * stats.limited_seconds:.1f} ms above the threshold" in str(stats)
     assert "peak in +6.0 dBFS" in str(stats)
     assert decibels(0.0) == "silence" and decibels(10 ** (-0.3 / 20)) == "-0.3 dBFS"

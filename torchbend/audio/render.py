@@ -81,7 +81,7 @@ def render(
     ``Stream(..., channels=1)`` runs them), unless the model declares that many ``channels``.
     With ``safety`` (``True``, or a :class:`~torchbend.audio.Safety` of your settings), the
     output goes through the safety stage (block by block with the model, or in one pass after
-    it: the same, to float rounding); the way it is said ends with what the stage did."""
+    it: the same, to float rounding), and the description returned ends with what it did."""
     from ..audio.stream import Stream
 
     ratio = ratio_of(bended.module)

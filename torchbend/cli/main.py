@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
             action=argparse.BooleanOptionalAction,
             default=True,
             help="pass what is written through the safety stage of live play (tb.audio.Safety: "
-            "NaN silenced, DC removed, soft limiter within [-1, 1], sound below -1.9 dBFS "
+            "NaN silenced, DC removed, a soft limiter within -0.3 dBFS, sound below -1.9 dBFS "
             "untouched) and say what it did; --no-safety writes the model's output as it is "
             "(a 16-bit file clips it at full scale)",
         )
