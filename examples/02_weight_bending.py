@@ -22,6 +22,7 @@ import torchbend as tb
 from torchbend.audio import load as load_audio
 from torchbend.audio import save
 from torchbend.models import load
+from torchbend.safety import FILE_CEILING
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -72,8 +73,10 @@ def main() -> None:
         renders["all"] = bended(x)
 
     for name, y in renders.items():
-        path = save(args.out / f"{name}.wav", y[0].clamp(-1, 1), sr)
-        print(f"wrote {path}  (rms {y.pow(2).mean().sqrt():.3f})")
+        # For listening: the safety stage (a soft limiter within -0.3 dBFS), not a hard clip.
+        safety = tb.audio.Safety(sr, ceiling=FILE_CEILING)
+        path = save(args.out / f"{name}.wav", safety(y[0].detach()), sr)
+        print(f"wrote {path}  (rms {y.pow(2).mean().sqrt():.3f}; {safety.stats})")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import torchbend as tb
 from torchbend.audio import load as load_audio
 from torchbend.audio import save
 from torchbend.models import load
+from torchbend.safety import FILE_CEILING
 
 REPO = Path(__file__).resolve().parents[1]
 # Activations are named after graph nodes (see activations.txt). In TinyRave's forward,
@@ -84,7 +85,9 @@ def main() -> None:
         }
 
     for name, y in renders.items():
-        print(f"wrote {save(args.out / f'{name}.wav', y[0].clamp(-1, 1), sr)}")
+        # For listening: the safety stage (a soft limiter within -0.3 dBFS), not a hard clip.
+        safety = tb.audio.Safety(sr, ceiling=FILE_CEILING)
+        print(f"wrote {save(args.out / f'{name}.wav', safety(y[0].detach()), sr)} ({safety.stats})")
 
     fig, axes = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
     for ax, (name, z) in zip(axes, latents.items()):

@@ -28,6 +28,7 @@ from torchbend.audio import load as load_audio
 from torchbend.audio import save
 from torchbend.audio.stream import Stream
 from torchbend.models import load
+from torchbend.safety import FILE_CEILING
 
 REPO = Path(__file__).resolve().parents[1]
 BLOCK = 2048  # samples per block: 46 ms at 44.1 kHz, a multiple of the model's ratio (16)
@@ -85,7 +86,9 @@ def main() -> None:
 
     print("sweeping depth over", blocks, "blocks")
     y = sweep(bended, audio, depths)
-    print(f"wrote {save(args.out / 'sweep.wav', y.clamp(-1, 1), sr)}")
+    # For listening: the safety stage (a soft limiter within -0.3 dBFS), not a hard clip.
+    safety = tb.audio.Safety(sr, ceiling=FILE_CEILING)
+    print(f"wrote {save(args.out / 'sweep.wav', safety(y.detach()), sr)} ({safety.stats})")
 
     # A fresh model, the same bendings from the JSON, the same sweep: the same sound.
     again = streaming_model(BLOCK)

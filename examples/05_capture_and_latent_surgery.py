@@ -27,9 +27,20 @@ import torchbend as tb
 from torchbend.audio import load as load_audio
 from torchbend.audio import save
 from torchbend.models import load
+from torchbend.safety import FILE_CEILING
 
 REPO = Path(__file__).resolve().parents[1]
 LATENT = "encoder_2"  # the encoder's last convolution in TinyRave's forward: [1, 16, frames]
+
+
+def listenable(audio: torch.Tensor, sr: int) -> torch.Tensor:
+    """``audio`` through the safety stage (a soft limiter within -0.3 dBFS) for a file to
+    listen to, rather than a hard clip; says what it did when it acted."""
+    safety = tb.audio.Safety(sr, ceiling=FILE_CEILING)
+    out = safety(audio.detach())
+    if safety.stats.acted:
+        print(f"  {safety.stats}")
+    return out
 
 
 def main() -> None:
@@ -62,7 +73,7 @@ def main() -> None:
         }
         for name, z in edits.items():
             y = bended.from_activations(LATENT, **{LATENT: z})  # decode from the latent
-            print(f"wrote {save(args.out / f'{name}.wav', y[0].clamp(-1, 1), sr)}")
+            print(f"wrote {save(args.out / f'{name}.wav', listenable(y[0], sr), sr)}")
 
         # 2. Capture the bass's latent as it flows, then pull the drums' latent towards it.
         capture = tb.Capture()
@@ -74,7 +85,7 @@ def main() -> None:
         for amount in (0.25, 0.5, 0.75, 1.0):
             bended.update("morph", amount)  # (1 - morph) * drums + morph * bass, per frame
             y = bended(drums)
-            path = save(args.out / f"morph_{int(amount * 100)}.wav", y[0].clamp(-1, 1), sr)
+            path = save(args.out / f"morph_{int(amount * 100)}.wav", listenable(y[0], sr), sr)
             print(f"wrote {path}")
 
     fig, axes = plt.subplots(1, 3, figsize=(10, 3), sharey=True)

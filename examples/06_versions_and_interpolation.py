@@ -23,6 +23,7 @@ import torchbend as tb
 from torchbend.audio import load as load_audio
 from torchbend.audio import save
 from torchbend.models import TinyRave, load
+from torchbend.safety import FILE_CEILING
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -57,7 +58,9 @@ def main() -> None:
     def render(name: str) -> torch.Tensor:
         with torch.no_grad():
             y = bended(x)
-        print(f"wrote {save(args.out / f'{name}.wav', y[0].clamp(-1, 1), sr)}")
+        # For listening: the safety stage (a soft limiter within -0.3 dBFS), not a hard clip.
+        safety = tb.audio.Safety(sr, ceiling=FILE_CEILING)
+        print(f"wrote {save(args.out / f'{name}.wav', safety(y[0]), sr)} ({safety.stats})")
         return y
 
     original = render("version_original")

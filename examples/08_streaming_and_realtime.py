@@ -9,6 +9,10 @@ mono model. For each it prints the realtime factor, the latency and the overruns
 that took longer than they last) into ``realtime.txt``, checks that streaming gives what one
 offline call gives, and writes the renders (``mono_<block>.wav``, ``stereo_<block>.wav``) to
 DIR (default ``out/examples/08``). ``--smoke`` streams one second at two block sizes.
+
+The bending drives the model past full scale, so the stream ends with the safety stage of live
+play (NaN silenced, DC removed, a soft limiter, here within -0.3 dBFS) and the script
+prints what it did; ``--no-safety`` writes the model's output as it is (clipped by the file).
 """
 
 from __future__ import annotations
@@ -23,11 +27,12 @@ from torchbend.audio import load as load_audio
 from torchbend.audio import save
 from torchbend.audio.stream import Stream
 from torchbend.models import load
+from torchbend.safety import FILE_CEILING
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def bent_stream(block: int, batch: int) -> tuple[tb.BendedModule, Stream]:
+def bent_stream(block: int, batch: int, safety: bool) -> tuple[tb.BendedModule, Stream]:
     """A streaming, bent TinyRave traced for ``batch`` channels of ``block`` samples."""
     model = load("tiny_rave").set_streaming(True)
     silence = torch.zeros(batch, 1, block)
@@ -38,13 +43,21 @@ def bent_stream(block: int, batch: int) -> tuple[tb.BendedModule, Stream]:
     bended.bend(tb.SoftClip(drive=3.0), "decoder_0$")
     bended.bend(tb.Scale(1.3), r"decoder\.0\.weight")
     # channels=1: a mono model; a stereo input runs as a batch of two.
-    return bended, Stream(bended, block_size=block, sample_rate=model.sample_rate, channels=1)
+    # The safety stage for a file to listen to: within -0.3 dBFS (live play's is full scale).
+    stage = tb.audio.Safety(model.sample_rate, ceiling=FILE_CEILING) if safety else False
+    stream = Stream(
+        bended, block_size=block, sample_rate=model.sample_rate, channels=1, safety=stage
+    )
+    return bended, stream
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("out/examples/08"))
     parser.add_argument("--smoke", action="store_true", help="one second, two block sizes")
+    parser.add_argument(
+        "--no-safety", action="store_true", help="write the model's output without a limiter"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(1)  # as in an audio thread: one core
@@ -64,14 +77,17 @@ def main() -> None:
     lines = []
     for name, audio in inputs.items():
         for block in blocks:
-            bended, stream = bent_stream(block, batch=audio.shape[0])
+            bended, stream = bent_stream(block, audio.shape[0], safety=not args.no_safety)
             stream.reset()  # start from silence: clears the model's caches (and the timings)
             with torch.no_grad():
                 y = stream.process(audio)  # any length: the last block is padded, then trimmed
                 # Streaming gives what one offline call on the whole sound gives.
                 bended.module.reset_cache()
                 whole = torch.nn.functional.pad(audio, (0, -length % block))[:, None]
-                offline = bended(whole)[:, 0, :length]
+                offline = bended(whole)
+                if stream.safety is not None:  # the same stage, in one pass after the model
+                    offline = tb.audio.Safety(sr, ceiling=FILE_CEILING)(offline)
+                offline = offline[:, 0, :length]
             s = stream.stats
             lines.append(
                 f"{name:6} block {block:5}: {s.realtime_factor:6.1f}x realtime, latency "
@@ -79,7 +95,9 @@ def main() -> None:
                 f"max |stream - offline| {(y - offline).abs().max():.1e}"
             )
             print(lines[-1])
-            save(args.out / f"{name}_{block}.wav", y.clamp(-1, 1), sr)
+            if s.safety is not None:
+                print(f"    {s.safety}")
+            save(args.out / f"{name}_{block}.wav", y, sr)
 
     (args.out / "realtime.txt").write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out / 'realtime.txt'} and {2 * len(blocks)} WAVs to {args.out}")

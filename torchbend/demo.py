@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import torch
@@ -9,6 +10,7 @@ import torch
 from .bended import BendedModule
 from .callbacks import BendingCallback, Mask, Noise, Scale
 from .controls import BendingParameter
+from .safety import FILE_CEILING, Safety
 
 __all__ = ["BENDINGS", "SOUNDS", "run_demo"]
 
@@ -24,11 +26,16 @@ BENDINGS = {
 }
 
 
-_FFT, _HOP = 1024, 256
+_FFT, _HOP = 4096, 512
+"""Long frames: the picture's frequency axis is logarithmic, and its bass needs fine bins."""
+_LOWEST = 30.0
+"""The lowest frequency the picture shows, in Hz."""
+_ROWS = 160
+"""Rows of the picture's frequency axis, spaced evenly in log frequency (about 16 an octave)."""
 
 
 def _spectrogram(audio: torch.Tensor) -> torch.Tensor:
-    """Magnitude in dB re full scale (a full-scale sine reads 0 dB)."""
+    """Magnitude in dB re full scale (a full-scale sine reads 0 dB), ``[bins, frames]``."""
     window = torch.hann_window(_FFT)
     spec = torch.stft(audio.flatten(), _FFT, _HOP, window=window, return_complex=True).abs()
     return 20 * torch.log10(spec * 2 / window.sum() + 1e-5)
@@ -39,8 +46,17 @@ def _picture(renders: dict[str, dict[str, torch.Tensor]], path: Path, rate: int)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     sounds, variants = list(renders), list(next(iter(renders.values())))
+    # A logarithmic frequency axis, as we hear (an octave is as tall at 50 Hz as at 5 kHz):
+    # a linear one squeezes bass and pad into its bottom. Each row reads the STFT bin nearest
+    # its centre (rows are finer than the bins below ~350 Hz, coarser above), so that the
+    # mesh has _ROWS rows, not _FFT / 2: drawing that many takes half a minute.
+    edges = torch.logspace(math.log10(_LOWEST), math.log10(rate / 2), _ROWS + 1)
+    centres = (edges[:-1] * edges[1:]).sqrt()
+    nearest = (centres * _FFT / rate).round().long()
+    hertz = FuncFormatter(lambda f, _: f"{f / 1000:g}k" if f >= 1000 else f"{f:g}")
     fig, axes = plt.subplots(
         len(sounds), len(variants), figsize=(3.2 * len(variants), 2.4 * len(sounds)), squeeze=False
     )
@@ -48,24 +64,30 @@ def _picture(renders: dict[str, dict[str, torch.Tensor]], path: Path, rate: int)
     for i, sound in enumerate(sounds):
         for j, variant in enumerate(variants):
             ax = axes[i][j]
-            spec = _spectrogram(renders[sound][variant])
-            seconds = renders[sound][variant].shape[-1] / rate
-            image = ax.imshow(
+            spec = _spectrogram(renders[sound][variant])[nearest]
+            times = torch.arange(spec.shape[-1] + 1) * _HOP / rate  # the frames' edges
+            image = ax.pcolormesh(
+                times.numpy(),
+                edges.numpy(),
                 spec.numpy(),
-                origin="lower",
-                aspect="auto",
+                shading="flat",
                 vmin=-100,
                 vmax=0,
                 cmap="magma",
-                extent=(0.0, seconds, 0.0, rate / 2000),
+                rasterized=True,
             )
+            ax.set_yscale("log")
+            ax.set_ylim(_LOWEST, rate / 2)
+            ax.set_yticks([50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000])
+            ax.yaxis.set_major_formatter(hertz)
+            ax.yaxis.set_minor_formatter(FuncFormatter(lambda f, _: ""))
             ax.tick_params(labelsize=7)
             if i == 0:
                 ax.set_title(variant.replace("_", " "), fontsize=9)
             if i == len(sounds) - 1:
                 ax.set_xlabel("time (s)", fontsize=8)
             if j == 0:
-                ax.set_ylabel(f"{sound}\nfrequency (kHz)", fontsize=8)
+                ax.set_ylabel(f"{sound}\nfrequency (Hz)", fontsize=8)
     fig.suptitle(
         "torchbend demo: spectrograms of the shipped sounds: the input, the model's "
         "reconstruction (unbent) and three bendings"
@@ -78,10 +100,15 @@ def _picture(renders: dict[str, dict[str, torch.Tensor]], path: Path, rate: int)
     plt.close(fig)
 
 
-def run_demo(out: Path, seconds: float | None = None) -> dict[str, dict[str, torch.Tensor]]:
+def run_demo(
+    out: Path, seconds: float | None = None, safety: bool = True
+) -> dict[str, dict[str, torch.Tensor]]:
     """Bend the shipped model on the shipped sounds and write WAVs and a picture to ``out``.
 
-    ``seconds`` crops the sounds (for quick runs). Returns the renders by sound and bending.
+    ``seconds`` crops the sounds (for quick runs). With ``safety`` (the default: the files
+    are for listening), each render goes through the safety stage of live play
+    (:class:`~torchbend.audio.Safety`), and what it did is printed; without, the model's
+    output is written as it is. Returns the renders by sound and bending, as written.
     """
     from . import models
     from .audio import load, save
@@ -134,8 +161,11 @@ def run_demo(out: Path, seconds: float | None = None) -> dict[str, dict[str, tor
             for cb, pattern in todo:
                 bended.bend(cb, pattern)
             for name, audio in sounds.items():
-                print(f"  rendering {name} ({label.replace('_', ' ')})...", flush=True)
-                stream = Stream(bended, method="forward", block_size=block, sample_rate=rate)
+                print(f"  rendering {name} ({label.replace('_', ' ')})...", end="", flush=True)
+                stage = Safety(rate, ceiling=FILE_CEILING) if safety else False
+                stream = Stream(
+                    bended, method="forward", block_size=block, sample_rate=rate, safety=stage
+                )
                 stream.reset()
                 if label == "latent_sweep":
                     bended.update("depth", 1.0, ramp=False)  # no ramp left from the last sound
@@ -143,6 +173,8 @@ def run_demo(out: Path, seconds: float | None = None) -> dict[str, dict[str, tor
                 else:
                     y = stream.process(audio)
                 renders[name][label] = y
+                stats = stream.stats.safety
+                print(f" {stats}" if stats is not None and stats.acted else "", flush=True)
                 written.append(out / f"{name}_{label}.wav")
                 save(written[-1], y, rate)
                 timings[label] = stream.stats.realtime_factor

@@ -12,11 +12,15 @@ from torch import nn
 
 from .errors import AudioError, TorchbendError
 
-__all__ = ["CEILING", "Safety", "SafetyStats", "safety_stage"]
+__all__ = ["CEILING", "FILE_CEILING", "Safety", "SafetyStats", "decibels", "safety_stage"]
 
 CEILING = 10.0
 """Samples beyond ``±CEILING`` (+20 dB over full scale) are clipped there before the DC blocker
 and the limiter, whose curve has reached full scale long before."""
+
+FILE_CEILING = 10 ** (-0.3 / 20)
+"""The ``ceiling`` of the safety stage for files written for listening (the command's renders,
+the demo's, the examples'): -0.3 dBFS, so that no sample sits at full scale."""
 
 _FREE_CEILING = 1e30
 """The clip with the limiter off: far out, only so that the DC blocker cannot overflow."""
@@ -47,6 +51,11 @@ class SafetyStats:
     max_dc: float
     """The largest offset the DC blocker removed (full scale 1): the mean over a block of what
     it took away from a channel."""
+    peak: float = 0.0
+    """The largest size of a sample that came in (full scale 1; NaN and infinite samples the
+    guard silenced not counted): how loud the model played."""
+    limited_seconds: float = 0.0
+    """How long the limiter turned the gain down (on any channel), in seconds."""
 
     @property
     def acted(self) -> bool:
@@ -62,8 +71,9 @@ class SafetyStats:
             )
         if self.limited_blocks:
             parts.append(
-                f"limited {self.limited_blocks} blocks ({self.limited_samples} samples, up to "
-                f"{self.max_reduction_db:.1f} dB of gain reduction)"
+                f"limited {self.limited_blocks} blocks ({1000 * self.limited_seconds:.1f} ms "
+                f"above the threshold, up to {self.max_reduction_db:.1f} dB of gain reduction; "
+                f"peak in {decibels(self.peak)})"
             )
         if not parts:
             parts.append("nothing guarded or limited")
@@ -85,12 +95,13 @@ class Safety(nn.Module):
     - **limiter**: a peak envelope with instant attack and exponential release (time constant
       ``release``) sets the gain so that the envelope's level ``e`` comes out at ``f(e)``:
       ``f(e) = e`` up to ``threshold`` (unity gain: untouched), then
-      ``threshold + (1 - threshold) * tanh((e - threshold) / (1 - threshold))``, a smooth,
-      monotonic knee towards full scale. As the envelope is never below the sample, every
-      sample comes out within ``f(e) <= 1``; and as the attack is instant, no look-ahead (no
-      latency) and no clipper behind it are needed. The cost: a sudden peak is turned down
-      within the sample it arrives in, a brief distortion on a hard transient, and a loud low
-      note's gain ripples a little between its peaks (less with a longer ``release``).
+      ``threshold + k * tanh((e - threshold) / k)`` with ``k = ceiling - threshold``, a
+      smooth, monotonic knee towards ``ceiling`` (full scale by default). As the envelope is
+      never below the sample, every sample comes out within ``f(e) <= ceiling``; and as the
+      attack is instant, no look-ahead (no latency) and no clipper behind it are needed.
+      The cost: a sudden peak is turned down within the sample it arrives in, a brief
+      distortion on a hard transient, and a loud low note's gain ripples a little between
+      its peaks (less with a longer ``release``).
 
     Before the DC blocker and the limiter, samples are clipped to ``±10`` (:data:`CEILING`),
     where the limiter's curve is at full scale already: one wild sample (``1e30``) would
@@ -117,6 +128,10 @@ class Safety(nn.Module):
         limit: limit the output to ``[-1, 1]``.
         threshold: level up to which the limiter leaves the sound untouched, in ``(0, 1)``
             (0.8 is -1.9 dBFS).
+        ceiling: level the limiter's curve tends to and never passes, above ``threshold``
+            and at most 1 (full scale). A file written for listening takes
+            :data:`FILE_CEILING` (-0.3 dBFS): a sample of a loud passage at exactly full
+            scale reads as clipped, and a converter may overshoot it.
         release: time constant of the limiter's release, in seconds.
         cutoff: cutoff of the DC blocker, in Hz.
         fade: duration of the guard's fade back in after a NaN or infinite sample, in
@@ -161,6 +176,7 @@ class Safety(nn.Module):
         dc: bool = True,
         limit: bool = True,
         threshold: float = 0.8,
+        ceiling: float = 1.0,
         release: float = 0.1,
         cutoff: float = 10.0,
         fade: float = 0.01,
@@ -173,6 +189,7 @@ class Safety(nn.Module):
                 raise AudioError(f"{name} must be True or False, got {flag!r}")
         high = sample_rate / 4
         _check_number("threshold", threshold, 0.0, 1.0, "between 0 and 1", high_in=False)
+        _check_number("ceiling", ceiling, threshold, 1.0, f"above threshold {threshold}, up to 1")
         _check_number("release", release, 0.0, 10.0, "0 to 10 seconds (not 0)")
         _check_number("cutoff", cutoff, 0.0, high, f"0 to {high:g} Hz (not 0)")
         _check_number("fade", fade, 0.0, 10.0, "0 to 10 seconds", low_in=True)
@@ -181,11 +198,12 @@ class Safety(nn.Module):
         self.dc = dc
         self.limit = limit
         self.threshold = float(threshold)
+        self.ceiling = float(ceiling)
         self.release = float(release)
         self.cutoff = float(cutoff)
         self.fade = float(fade)
         self.fade_samples = round(fade * sample_rate)
-        self.ceiling = CEILING if limit else _FREE_CEILING
+        self.clip = CEILING if limit else _FREE_CEILING
         self.chunk = _CHUNK  # TorchScript reads module attributes, not a module's globals
         self.segment = _SEGMENT
         # The limiter's envelope, in the log domain: a level decays by ``log_release`` a sample.
@@ -224,6 +242,8 @@ class Safety(nn.Module):
         """Whether the limiter's envelope is below the threshold on every channel."""
         self.fading = False
         """Whether a channel is fading back in after a NaN or infinite sample."""
+        self.peak = 0.0
+        """The largest size of a sample that came in (:attr:`SafetyStats.peak`)."""
         self.reset(state=False)  # the counters of stats
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -239,12 +259,13 @@ class Safety(nn.Module):
         if self.guard and (self.fading or not math.isfinite(peak)):
             rows = self._guard(rows)
             peak = float(rows.abs().amax())
-        if not self.dc and not self.limit:
-            return rows.reshape(shape)
         if math.isnan(peak):  # the guard is off: NaN goes through, the rest is still limited
             peak = math.inf
-        if peak > self.ceiling:
-            rows = rows.clamp(-self.ceiling, self.ceiling)
+        self.peak = max(self.peak, peak)
+        if not self.dc and not self.limit:
+            return rows.reshape(shape)
+        if peak > self.clip:
+            rows = rows.clamp(-self.clip, self.clip)
         parts: list[torch.Tensor] = []
         limited = False
         for start in range(0, length, self.segment):
@@ -271,6 +292,8 @@ class Safety(nn.Module):
         self.nonfinite = 0
         self.limited_blocks = 0
         self.limited_samples = 0
+        self.limited_time = 0
+        self.peak = 0.0
         self.min_gain = 1.0
         self.dc_peak.zero_()
         if state:
@@ -367,13 +390,14 @@ class Safety(nn.Module):
         if count == 0:
             return x, False
         env = log_env.exp()
-        knee = 1.0 - self.threshold
+        knee = self.ceiling - self.threshold
         curve = self.threshold + knee * torch.tanh((env - self.threshold) / knee)
         gain = torch.where(over, (curve / env).clamp(max=1.0), torch.ones_like(env))
         self.limited_samples += count
+        self.limited_time += int(over.any(0).sum())
         self.min_gain = min(self.min_gain, float(gain.min()))
-        # |x| <= e, so |x| * f(e) / e <= f(e) <= 1; the clamp only takes rounding off.
-        limited = (x * gain).clamp(-1.0, 1.0)
+        # |x| <= e, so |x| * f(e) / e <= f(e) <= ceiling; the clamp only takes rounding off.
+        limited = (x * gain).clamp(-self.ceiling, self.ceiling)
         return torch.where(over, limited, x), True
 
     @property
@@ -387,16 +411,27 @@ class Safety(nn.Module):
             limited_samples=self.limited_samples,
             max_reduction_db=-20.0 * math.log10(max(self.min_gain, 1e-300)),
             max_dc=float(self.dc_peak.max()) if self.dc_peak.numel() else 0.0,
+            peak=self.peak,
+            limited_seconds=self.limited_time / self.sample_rate,
         )
 
     def extra_repr(self) -> str:
         defaults = Safety.__init__.__kwdefaults__ or {}
         args = [str(self.sample_rate)]
-        for name in ("guard", "dc", "limit", "threshold", "release", "cutoff", "fade"):
+        for name in ("guard", "dc", "limit", "threshold", "ceiling", "release", "cutoff", "fade"):
             value = getattr(self, name)
             if value != defaults[name]:
                 args.append(f"{name}={value!r}")
         return ", ".join(args)
+
+
+def decibels(level: float) -> str:
+    """A level (full scale 1) in dBFS, as the reports print it: ``-0.3 dBFS``, ``+6.0 dBFS``."""
+    if level <= 0.0:
+        return "silence"
+    if math.isinf(level):
+        return "infinite"
+    return f"{20.0 * math.log10(level):+.1f} dBFS"
 
 
 def _check_number(

@@ -10,6 +10,7 @@ import soundfile as sf
 import torch
 
 from torchbend import audio
+from torchbend.audio.io import downmix
 from torchbend.errors import AudioError, TorchbendError
 
 pytestmark = pytest.mark.audio
@@ -158,3 +159,54 @@ def test_shipped_sounds() -> None:
 def test_unwritable_path(tmp_path: Path) -> None:
     with pytest.raises(AudioError, match=r"cannot write audio file .*no/such/folder/a\.wav"):
         audio.save(tmp_path / "no/such/folder/a.wav", torch.zeros(1, 10), 44100)
+
+
+def test_a_downmix_whose_channels_cancel_warns_with_the_loss(tmp_path: Path) -> None:
+    x = sine(1, 0.5)
+    audio.save(tmp_path / "anti.wav", torch.cat([x, -x]), 44100)
+    # (-x in 16 bits is x inverted to within a step: the mix is at -96 dBFS, not silent)
+    message = r"mixing the 2 channels of anti.wav to mono loses 8\d\.\d dB \(RMS -9.0 dBFS to -9"
+    with pytest.warns(UserWarning, match=message):
+        mix, _ = audio.load(tmp_path / "anti.wav", mono=True)
+    assert mix.abs().max() <= 1 / 32768  # what the warning is about
+    with pytest.warns(UserWarning, match=r"mixing the 2 channels of the audio to mono loses all"):
+        downmix(torch.cat([x, -x]))
+    with pytest.warns(UserWarning, match=r"loses 25.6 dB \(RMS -9.5 dBFS to -35.1 dBFS\)"):
+        downmix(torch.cat([x, -0.9 * x]))
+    with warnings.catch_warnings():  # unrelated or alike channels lose 3 dB or less
+        warnings.simplefilter("error")
+        audio.load(tmp_path / "anti.wav")
+        downmix(sine(2, 0.5))
+        downmix(torch.cat([x, x]))
+        downmix(torch.zeros(2, 100))
+
+
+def test_a_wav_cut_short_loads_what_it_holds_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "a.wav"
+    audio.save(path, sine(1, 2.0), 44100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert audio.load(path)[0].shape == (1, 88200)
+    data = path.read_bytes()
+    path.write_bytes(data[: 44 + 29400 * 2])  # a copy stopped after 0.67 s
+    with pytest.warns(
+        UserWarning,
+        match=r"a.wav is cut short: its header says 2.00 s \(88200 frames\), the file holds "
+        r"0.67 s \(29400\)",
+    ):
+        y, _ = audio.load(path)
+    assert y.shape == (1, 29400)
+
+
+@pytest.mark.parametrize("rate", [1, 999, 768001])
+def test_implausible_sample_rates_are_refused_naming_the_bounds(tmp_path: Path, rate: int) -> None:
+    path = tmp_path / "a.wav"
+    sf.write(str(path), torch.full((10, 1), 0.1).numpy(), rate)
+    with pytest.raises(
+        AudioError, match=rf"says its sample rate is {rate} Hz; torchbend takes 1000 to 768000 Hz"
+    ):
+        audio.load(path, sample_rate=44100)
+    with pytest.raises(
+        AudioError, match=rf"sample_rate must be from 1000 to 768000 Hz, got {rate}"
+    ):
+        audio.save(tmp_path / "b.wav", torch.zeros(1, 10), rate)

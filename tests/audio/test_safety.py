@@ -15,7 +15,7 @@ from torch import nn
 import torchbend as tb
 from torchbend.audio.stream import Stream
 from torchbend.errors import AudioError
-from torchbend.safety import CEILING, Safety, SafetyStats
+from torchbend.safety import CEILING, FILE_CEILING, Safety, SafetyStats, decibels
 
 pytestmark = pytest.mark.audio
 
@@ -325,3 +325,36 @@ def test_stream_safety_settings_are_checked() -> None:
     with pytest.raises(AudioError, match=r"safety must be True, False or a tb\.audio\.Safety"):
         Stream(nn.Identity(), safety="on")  # type: ignore[arg-type]
     assert Stream(nn.Identity(), sample_rate=48000, safety=True).safety.sample_rate == 48000
+
+
+def test_a_ceiling_keeps_every_sample_below_it_in_python_and_torchscript() -> None:
+    """Files for listening take ``ceiling=FILE_CEILING``: a loud passage comes out below full
+    scale (the curve at the default ceiling reaches 1.0 itself in float32), sound below the
+    threshold still untouched."""
+    loud = torch.full((1, 512), 9.0)
+    assert Safety(RATE, dc=False)(loud).max() == 1.0  # full scale: a 16-bit file's 32767
+    for stage in (Safety(RATE, ceiling=FILE_CEILING), torch.jit.script(Safety(RATE, ceiling=0.9))):
+        ceiling = stage.ceiling
+        y = stage(wild())
+        assert bool(y.isfinite().all()) and float(y.abs().max()) <= ceiling
+        assert float(y.abs().max()) > ceiling - 0.01  # it tends to the ceiling
+    quiet = noise(2, 4096, scale=0.1)
+    assert torch.equal(Safety(RATE, dc=False, ceiling=FILE_CEILING)(quiet), quiet)
+    assert "ceiling=0.9" in repr(Safety(RATE, ceiling=0.9))
+    with pytest.raises(AudioError, match=r"ceiling must be above threshold 0.8, up to 1, got 0.8"):
+        Safety(RATE, ceiling=0.8)
+
+
+def test_stats_say_the_peak_in_and_how_long_the_limiter_acted() -> None:
+    x = noise(2, RATE, scale=0.1)
+    x[0, 1000:1441] = 2.0  # 10 ms at +6 dBFS on one channel...
+    x[1, 1000:1441] = -2.0  # ...and at the same time on the other
+    stage = Safety(RATE, dc=False, release=0.001)
+    stage(x)
+    stats = stage.stats
+    assert stats.peak == 2.0
+    # the 10 ms, then the release (1 ms a time constant) from +6 dB down to the threshold
+    assert 0.010 <= stats.limited_seconds <= 0.010 + 0.001 * math.log(2 / 0.8) + 1e-3
+    assert f"{1000 * stats.limited_seconds:.1f} ms above the threshold" in str(stats)
+    assert "peak in +6.0 dBFS" in str(stats)
+    assert decibels(0.0) == "silence" and decibels(10 ** (-0.3 / 20)) == "-0.3 dBFS"

@@ -251,3 +251,22 @@ def test_before_block_runs_before_each_block_and_can_move_a_control():
     assert seen == [(0, 4), (1, 4), (2, 4), (3, 4)]
     assert y.shape == (1, 200)
     assert torch.equal(y[0, ::64], torch.tensor([0.0, 1.0, 2.0, 3.0]))
+
+
+def test_pcm_and_float64_are_converted_to_the_models_dtype() -> None:
+    """int16 and int32 PCM by their full scale, float64 to the model's float32; a model in
+    float64 gets float64."""
+    conv = nn.Conv1d(1, 1, 1, bias=False)
+    nn.init.ones_(conv.weight)
+    stream = Stream(conv, block_size=256)
+    x = torch.randn(1, 1000, generator=torch.Generator().manual_seed(0)).clamp(-1, 0.99)
+    expected = stream.process(x)
+    pcm16 = (x * 32768).round().to(torch.int16)
+    assert torch.allclose(stream.process(pcm16), expected, atol=1 / 32768, rtol=0)
+    pcm32 = (x.double() * 2**31).round().to(torch.int32)
+    assert torch.allclose(stream.process(pcm32), expected, atol=1e-6, rtol=0)
+    wide = stream.process(x.double())
+    assert wide.dtype == torch.float32 and torch.equal(wide, expected)
+    assert Stream(conv.double(), block_size=256).process(x).dtype == torch.float64
+    with pytest.raises(AudioError, match=r"float audio or 16- or 32-bit PCM .* got torch.int64"):
+        stream.process(torch.zeros(1, 100, dtype=torch.int64))

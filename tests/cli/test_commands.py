@@ -105,13 +105,41 @@ def test_a_torchscript_file_bends_activations_and_weights_as_from_python(tmp_pat
 
 
 @pytest.mark.slow
-def test_demo_renders_files_and_picture(tmp_path):
-    from torchbend.demo import run_demo
+def test_demo_renders_files_to_listen_to_and_a_picture_with_a_log_frequency_axis(
+    tmp_path, capsys, monkeypatch
+):
+    """The whole demo: its latent sweep drives the bass past full scale, which the safety
+    stage limits (and says so) instead of the file clipping it; the picture shows bass and
+    pad on a logarithmic frequency axis."""
+    import matplotlib.figure
+    import soundfile as sf
 
-    renders = run_demo(tmp_path, seconds=0.5)
+    from torchbend.demo import run_demo
+    from torchbend.safety import FILE_CEILING
+
+    figures = []
+    savefig = matplotlib.figure.Figure.savefig
+
+    def keep(figure, *args, **kwargs):
+        figures.append(figure)
+        return savefig(figure, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", keep)
+    renders = run_demo(tmp_path)
     assert set(renders) == {"bass", "drums", "pad"}
     assert (tmp_path / "spectrograms.png").stat().st_size > 0
-    assert len(list(tmp_path.glob("*.wav"))) == 15  # the inputs, reconstructions, bendings
+    written = sorted(tmp_path.glob("*.wav"))
+    assert len(written) == 15  # the inputs, reconstructions, bendings
+    for path in written:
+        data = torch.from_numpy(sf.read(str(path), dtype="int16")[0]).int()
+        assert int((data.abs() >= 32767).sum()) == 0, f"{path.name} clips"
+    assert float(renders["bass"]["latent_sweep"].abs().max()) <= FILE_CEILING
+    out = capsys.readouterr().out
+    assert "rendering bass (latent sweep)... safety: limited" in out
+    (figure,) = figures
+    spectrograms = [ax for ax in figure.axes if ax.get_label() != "<colorbar>"]
+    assert len(spectrograms) == 15
+    assert all(ax.get_yscale() == "log" and ax.get_ylim()[0] <= 50 for ax in spectrograms)
 
 
 @pytest.mark.parametrize("length", [1, 100, 478, 5000])
@@ -121,7 +149,8 @@ def test_bend_gives_any_length_back_as_one_offline_pass_gives_it(tmp_path, lengt
     tb.audio.save(sound, audio, 44100)
     audio, _ = tb.audio.load(sound)
     bend = "Mask(prob=0.5, dim=-2, seed=0)@decoder_1$"
-    assert main(["bend", "tiny_rave", str(sound), str(out), "--quiet", "--bend", bend]) == 0
+    args = ["bend", "tiny_rave", str(sound), str(out), "--quiet", "--bend", bend, "--no-safety"]
+    assert main(args) == 0
     got, _ = tb.audio.load(out)
     assert got.shape == (1, length)
     # The model streams by blocks of 8192 with its state carried over: the same as one pass
@@ -141,7 +170,7 @@ def test_a_model_that_does_not_stream_renders_in_one_pass(tmp_path, capsys):
     tb.audio.save(
         sound, torch.randn(1, 20000, generator=torch.Generator().manual_seed(0)) * 0.1, 44100
     )
-    assert main(["bend", "torch.nn:Identity", str(sound), str(out), "--quiet"]) == 0
+    assert main(["bend", "torch.nn:Identity", str(sound), str(out), "--quiet", "--no-safety"]) == 0
     assert "in one pass" in capsys.readouterr().err
     assert torch.equal(tb.audio.load(out)[0], tb.audio.load(sound)[0])
 
@@ -167,3 +196,96 @@ def test_marked_aliases_stand_for_their_targets_in_bend_flags(tmp_path, capsys):
     assert "--mark takes NAME=TARGET" in capsys.readouterr().err
     assert main([*common, str(tmp_path / "c.wav"), "--bend", "Scale(0.0)@#nope"]) == 2
     assert "no alias '#nope'" in capsys.readouterr().err
+
+
+def stereo(path, length: int = 20000):
+    """Two different channels, saved and read back (as the command reads them)."""
+    audio = torch.randn(2, length, generator=torch.Generator().manual_seed(1)) * 0.1
+    audio[1] = torch.sin(torch.arange(length) / 20) * 0.3
+    tb.audio.save(path, audio, 44100)
+    return tb.audio.load(path)[0]
+
+
+def test_bend_renders_every_channel_as_the_python_api_does(tmp_path):
+    from torchbend.safety import FILE_CEILING, Safety
+
+    audio = stereo(tmp_path / "in.wav")
+    bend = "Scale(0.5)@encoder_2$"
+    out = tmp_path / "out.wav"
+    common = ["bend", "tiny_rave", str(tmp_path / "in.wav")]
+    assert main([*common, str(out), "--quiet", "--bend", bend, "--channels", "all"]) == 0
+    model = tb.models.load()
+    model.set_streaming(True)
+    bended = tb.BendedModule(model)
+    bended.trace(x=torch.zeros(1, 1, 8192))
+    bended.bend(*parse_bend(bend))
+    stage = Safety(44100, ceiling=FILE_CEILING)
+    stream = tb.audio.Stream(bended, block_size=8192, channels=1, safety=stage)
+    stream.reset()
+    with torch.no_grad():
+        tb.audio.save(tmp_path / "python.wav", stream.process(audio), 44100)
+    got, expected = tb.audio.load(out)[0], tb.audio.load(tmp_path / "python.wav")[0]
+    assert got.shape == (2, 20000)
+    assert torch.allclose(got, expected, atol=1.5 / 32768, rtol=0)
+    assert not torch.allclose(got[0], got[1], atol=0.05)  # each its own channel
+    # One channel by its index: the right one alone gives the right channel of all.
+    assert (
+        main([*common, str(tmp_path / "r.wav"), "--quiet", "--bend", bend, "--channels", "1"]) == 0
+    )
+    right = tb.audio.load(tmp_path / "r.wav")[0]
+    assert right.shape == (1, 20000) and torch.allclose(right[0], got[1], atol=1.5 / 32768)
+    # In one pass (a model that does not stream), each channel as an item of the batch.
+    one_pass = ["bend", "torch.nn:Identity", str(tmp_path / "in.wav"), str(tmp_path / "i.wav")]
+    assert main([*one_pass, "--channels", "all", "--no-safety"]) == 0
+    assert torch.equal(tb.audio.load(tmp_path / "i.wav")[0], audio)
+
+
+def test_bend_refuses_a_bad_channels_choice_in_one_line(tmp_path, capsys):
+    stereo(tmp_path / "in.wav", 1000)
+    args = ["bend", "torch.nn:Identity", str(tmp_path / "in.wav"), str(tmp_path / "o.wav")]
+    assert main([*args, "--channels", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "in.wav has 2 channel(s), give 0 to 1, 'mix' or 'all'" in err
+    with pytest.raises(SystemExit):
+        main([*args, "--channels", "left"])
+    assert "expected 'mix', 'all' or a channel's index" in capsys.readouterr().err
+
+
+def test_bend_warns_in_one_line_when_the_mix_cancels_and_the_input_is_cut_short(tmp_path):
+    """Warnings of the command read as its errors do: one line each, no source line."""
+    import subprocess
+    import sys
+
+    x = torch.sin(torch.arange(88200) / 30) * 0.5
+    path = tmp_path / "in.wav"
+    tb.audio.save(path, torch.stack([x, -x]), 44100)
+    path.write_bytes(path.read_bytes()[: 44 + 29400 * 4])  # a copy stopped after 0.67 s
+    command = [sys.executable, "-m", "torchbend.cli", "bend", "torch.nn:Identity"]
+    result = subprocess.run(
+        [*command, str(path), str(tmp_path / "out.wav"), "--no-safety"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = result.stderr.splitlines()
+    assert lines[0] == (
+        "torchbend bend: warning: load: in.wav is cut short: its header says 2.00 s (88200 "
+        "frames), the file holds 0.67 s (29400); going on with what is there (copy or export "
+        "it again for the rest)"
+    )
+    assert lines[1].startswith(
+        "torchbend bend: warning: mixing the 2 channels of in.wav to mono loses "
+    )
+    assert "UserWarning" not in result.stderr and "warnings.warn" not in result.stderr
+
+
+def test_bend_refuses_an_implausible_sample_rate_in_one_line(tmp_path, capsys):
+    import soundfile as sf
+
+    sf.write(str(tmp_path / "in.wav"), torch.full((10, 1), 0.1).numpy(), 1)
+    args = ["bend", "tiny_rave", str(tmp_path / "in.wav"), str(tmp_path / "o.wav"), "--quiet"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "says its sample rate is 1 Hz; torchbend takes 1000 to 768000 Hz" in err
+    assert not (tmp_path / "o.wav").exists()

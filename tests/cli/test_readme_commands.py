@@ -13,6 +13,7 @@ import torchbend as tb
 from torchbend.audio.stream import Stream
 from torchbend.cli import main, parse_bend
 from torchbend.export import check_nntilde
+from torchbend.safety import FILE_CEILING, Safety
 
 pytestmark = pytest.mark.audio
 
@@ -41,14 +42,18 @@ def tiny_rave_bends(path: Path) -> list[str]:
     return ["Mask(prob=0.3, dim=-2, seed=0)@decoder_1$", r"Scale(0.5)@decoder\.0\.weight"]
 
 
-def python_render(audio: torch.Tensor, specs: list[str], block: int = 8192) -> torch.Tensor:
-    """What the Python API renders: the shipped model streaming, from a clean state."""
+def python_render(
+    audio: torch.Tensor, specs: list[str], block: int = 8192, safety: bool = False
+) -> torch.Tensor:
+    """What the Python API renders: the shipped model streaming, from a clean state; with
+    ``safety``, through the safety stage for files, as ``torchbend bend`` writes them."""
     model = tb.models.load().set_streaming(True)
     bended = tb.BendedModule(model)
     bended.trace(x=torch.zeros(1, 1, block))
     for spec in specs:
         bended.bend(*parse_bend(spec))
-    stream = Stream(bended, block_size=block)
+    stage = Safety(44100, ceiling=FILE_CEILING) if safety else False
+    stream = Stream(bended, block_size=block, safety=stage)
     stream.reset()
     with torch.no_grad():
         return stream.process(audio)
@@ -130,7 +135,8 @@ def test_readme_commands_give_what_the_python_api_gives(tmp_path, monkeypatch, c
         if command == "bend":  # the same samples as streaming from Python
             sound, rate = tb.audio.load(args[2], mono=True)
             bend_specs = [args[i + 1] for i, a in enumerate(args) if a == "--bend"]
-            tb.audio.save(tmp_path / "python.wav", python_render(sound, bend_specs), rate)
+            rendered = python_render(sound, bend_specs, safety=True)
+            tb.audio.save(tmp_path / "python.wav", rendered, rate)
             got, _ = tb.audio.load(args[3])
             expected, _ = tb.audio.load(tmp_path / "python.wav")
             assert got.shape == sound.shape and torch.equal(got, expected)

@@ -1,16 +1,20 @@
-"""The safety stage on the command line: ``bend --safety`` and ``live --no-safety``."""
+"""The safety stage on the command line: ``bend`` and ``demo`` (on unless ``--no-safety``) and
+``live --no-safety``."""
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import Any
 
 import pytest
+import soundfile as sf
 import torch
 
 import torchbend as tb
 from torchbend.audio.stream import StreamStats
 from torchbend.cli import main, parse_bend
+from torchbend.safety import FILE_CEILING, Safety
 
 pytestmark = pytest.mark.audio
 
@@ -23,29 +27,44 @@ def sound(path: Any, length: int = 20000, offset: float = 0.0) -> torch.Tensor:
     return tb.audio.load(path)[0]
 
 
-def test_bend_with_safety_writes_what_a_safe_stream_gives(tmp_path, capsys) -> None:
+def full_scale(path: Any) -> int:
+    """Samples of a 16-bit file at full scale (32767 or -32768): what clipped."""
+    data = torch.from_numpy(sf.read(str(path), dtype="int16")[0]).int()
+    return int((data.abs() >= 32767).sum())
+
+
+def test_bend_limits_by_default_writes_what_a_safe_stream_gives_and_says_so(
+    tmp_path, capsys
+) -> None:
     audio = sound(tmp_path / "in.wav")
     out, raw = tmp_path / "out.wav", tmp_path / "raw.wav"
     args = ["bend", "tiny_rave", str(tmp_path / "in.wav")]
-    assert main([*args, str(out), "--quiet", "--bend", BLOW_UP, "--safety"]) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing clipped, nothing to warn about
+        assert main([*args, str(out), "--quiet", "--bend", BLOW_UP]) == 0
     err = capsys.readouterr().err
-    assert "by blocks of 8192" in err and "; safety: limited 3 blocks" in err
+    assert "by blocks of 8192" in err and "; safety: limited 3 blocks (" in err
+    assert "ms above the threshold" in err and "peak in +" in err
+    assert err.rstrip().endswith("; peak -0.3 dBFS)")
+    assert full_scale(out) == 0
     model = tb.models.load()
     model.set_streaming(True)
     bended = tb.BendedModule(model)
     bended.trace(x=torch.zeros(1, 1, 8192))
     bended.bend(*parse_bend(BLOW_UP))
-    stream = tb.audio.Stream(bended, block_size=8192, sample_rate=44100, safety=True)
+    stage = Safety(44100, ceiling=FILE_CEILING)  # a file's: within -0.3 dBFS
+    stream = tb.audio.Stream(bended, block_size=8192, sample_rate=44100, safety=stage)
     stream.reset()
     with torch.no_grad():
         expected = stream.process(audio)
-    assert expected.abs().max() <= 1
+    assert expected.abs().max() <= FILE_CEILING
     tb.audio.save(tmp_path / "python.wav", expected, 44100)
     got = tb.audio.load(out)[0]
     assert torch.equal(got, tb.audio.load(tmp_path / "python.wav")[0])
     with pytest.warns(UserWarning, match="beyond"):  # without it: beyond full scale
-        assert main([*args, str(raw), "--quiet", "--bend", BLOW_UP]) == 0
+        assert main([*args, str(raw), "--quiet", "--bend", BLOW_UP, "--no-safety"]) == 0
     assert not torch.equal(tb.audio.load(raw)[0], got)
+    assert full_scale(raw) > 1000
 
 
 def test_bend_in_one_pass_with_safety_runs_it_after_the_model(tmp_path, capsys) -> None:
@@ -54,7 +73,7 @@ def test_bend_in_one_pass_with_safety_runs_it_after_the_model(tmp_path, capsys) 
     assert main(["bend", "torch.nn:Identity", str(tmp_path / "in.wav"), str(out), "--safety"]) == 0
     assert "in one pass; safety: nothing guarded or limited, DC offset" in capsys.readouterr().err
     with torch.no_grad():
-        expected = tb.audio.Safety(44100)(audio[None])[0]
+        expected = tb.audio.Safety(44100, ceiling=FILE_CEILING)(audio[None])[0]
     tb.audio.save(tmp_path / "python.wav", expected, 44100)
     got = tb.audio.load(out)[0]
     assert torch.equal(got, tb.audio.load(tmp_path / "python.wav")[0])

@@ -12,10 +12,19 @@ import torch
 
 from ..errors import AudioError
 
-__all__ = ["FORMATS", "load", "resample", "save"]
+__all__ = ["FORMATS", "MAX_SAMPLE_RATE", "MIN_SAMPLE_RATE", "downmix", "load", "resample", "save"]
 
 FORMATS = {".wav": "WAV", ".flac": "FLAC", ".ogg": "OGG"}
 """The file extensions :func:`load` and :func:`save` take, and their soundfile formats."""
+
+MIN_SAMPLE_RATE = 1000
+"""The lowest sample rate torchbend.audio takes, in Hz: below it, a file is damaged or not audio."""
+MAX_SAMPLE_RATE = 768000
+"""The highest sample rate torchbend.audio takes, in Hz (that of the fastest converters)."""
+
+CANCELLATION_DB = 6.0
+"""A downmix this much quieter than its channels (RMS) warns: the channels cancel out. Channels
+that do not correlate lose 3 dB, identical ones none, a channel and its inverse everything."""
 
 _SUBTYPES = {"WAV": "PCM_16", "FLAC": "PCM_16", "OGG": "VORBIS"}
 _FLOAT_SUBTYPES = {"FLOAT", "DOUBLE"}
@@ -37,6 +46,10 @@ def _check_rate(sample_rate: Any, what: str) -> int:
         raise AudioError(f"{what} must be a positive number of Hz, got {sample_rate!r}")
     if not math.isfinite(sample_rate) or sample_rate <= 0 or sample_rate != int(sample_rate):
         raise AudioError(f"{what} must be a positive whole number of Hz, got {sample_rate}")
+    if not MIN_SAMPLE_RATE <= sample_rate <= MAX_SAMPLE_RATE:
+        raise AudioError(
+            f"{what} must be from {MIN_SAMPLE_RATE} to {MAX_SAMPLE_RATE} Hz, got {int(sample_rate)}"
+        )
     return int(sample_rate)
 
 
@@ -88,14 +101,19 @@ def load(
         path (str | Path): the file.
         sample_rate (int | None): resample to this rate, in Hz (with soxr); ``None`` keeps
             the file's rate.
-        mono (bool): average the channels into one.
+        mono (bool): average the channels into one (with :func:`downmix`, which warns if
+            they cancel out).
 
     Returns:
         ``(audio, sample_rate)``: audio ``[channels, time]`` float32 and its rate in Hz.
 
     Raises:
-        AudioError: the file is missing, unreadable, of an unsupported format, or empty; or
-            ``sample_rate`` is not a positive whole number.
+        AudioError: the file is missing, unreadable, of an unsupported format, or empty, or
+            its sample rate is not from :data:`MIN_SAMPLE_RATE` to :data:`MAX_SAMPLE_RATE`;
+            or ``sample_rate`` is not.
+
+    A WAV file whose header promises more samples than it holds (a copy cut short) loads what
+    it holds, with a warning.
 
     >>> import tempfile, os
     >>> path = save(os.path.join(tempfile.mkdtemp(), "a.flac"), torch.zeros(2, 441), 44100)
@@ -119,13 +137,90 @@ def load(
         ) from e
     if data.shape[0] == 0:
         raise AudioError(f"audio file {str(path)!r} is empty (no samples)")
+    if not MIN_SAMPLE_RATE <= file_rate <= MAX_SAMPLE_RATE:
+        raise AudioError(
+            f"audio file {str(path)!r} says its sample rate is {file_rate} Hz; torchbend takes "
+            f"{MIN_SAMPLE_RATE} to {MAX_SAMPLE_RATE} Hz (a damaged header, or not audio?)"
+        )
+    declared = _declared_frames(path)
+    if declared is not None and declared > data.shape[0]:
+        warnings.warn(
+            f"load: {path.name} is cut short: its header says {declared / file_rate:.2f} s "
+            f"({declared} frames), the file holds {data.shape[0] / file_rate:.2f} s "
+            f"({data.shape[0]}); going on with what is there (copy or export it again for "
+            "the rest)",
+            stacklevel=2,
+        )
     audio = torch.from_numpy(np.ascontiguousarray(data.T))
     if mono:
-        audio = audio.mean(0, keepdim=True)
+        audio = _downmix(audio, path.name)
     if sample_rate is not None and sample_rate != file_rate:
         audio = resample(audio, file_rate, sample_rate)
         file_rate = sample_rate
     return audio, int(file_rate)
+
+
+def downmix(audio: torch.Tensor, what: str = "the audio") -> torch.Tensor:
+    """The channels of ``[channels, time]`` audio averaged into one, ``[1, time]``; with a
+    warning, naming ``what`` and the loss, when the mix is :data:`CANCELLATION_DB` or more
+    quieter than the channels (RMS): they cancel out, as a channel and its inverse do.
+
+    >>> x = torch.randn(1, 1000)
+    >>> downmix(torch.cat([x, 0.5 * x])).shape
+    torch.Size([1, 1000])
+    """
+    return _downmix(audio, what)
+
+
+def _downmix(audio: torch.Tensor, what: str) -> torch.Tensor:
+    """:func:`downmix`, warning the caller of the public function that called it."""
+    mix = audio.mean(0, keepdim=True)
+    if audio.shape[0] < 2:
+        return mix
+    channels = float(audio.double().square().mean())
+    mixed = float(mix.double().square().mean())
+    if channels > 0.0 and mixed < channels * 10 ** (-CANCELLATION_DB / 10):
+        rms, mixed_rms = math.sqrt(channels), math.sqrt(mixed)
+        loss = "all of it" if mixed == 0.0 else f"{10 * math.log10(channels / mixed):.1f} dB"
+        warnings.warn(
+            f"mixing the {audio.shape[0]} channels of {what} to mono loses {loss} (RMS "
+            f"{_dbfs(rms)} to {_dbfs(mixed_rms)}): they cancel out (one is the other inverted?). "
+            "Keep them (load(..., mono=False); `torchbend bend --channels all`) or take one "
+            "(audio[:1]; `--channels 0`)",
+            stacklevel=3,
+        )
+    return mix
+
+
+def _dbfs(level: float) -> str:
+    return f"{20 * math.log10(level):.1f} dBFS" if level > 0 else "silence"
+
+
+def _declared_frames(path: Path) -> int | None:
+    """The frames a WAV file's header says its data holds (``None``: not a RIFF WAV, or one
+    that leaves the length open, as a recorder streaming it does). libsndfile reads what the
+    file holds and says nothing when the header promised more."""
+    try:
+        with path.open("rb") as f:
+            if f.read(4) != b"RIFF" or (f.read(4), f.read(4))[1] != b"WAVE":
+                return None
+            block_align = 0
+            while True:
+                header = f.read(8)
+                if len(header) < 8:
+                    return None
+                chunk, size = header[:4], int.from_bytes(header[4:], "little")
+                if chunk == b"fmt ":
+                    fmt = f.read(size + size % 2)
+                    block_align = int.from_bytes(fmt[12:14], "little") if len(fmt) >= 14 else 0
+                elif chunk == b"data":
+                    if block_align == 0 or size in (0, 0xFFFFFFFF):
+                        return None
+                    return size // block_align
+                else:
+                    f.seek(size + size % 2, 1)
+    except OSError:
+        return None
 
 
 def save(

@@ -12,6 +12,7 @@ from torch import nn
 
 from ..bended import BendedModule
 from ..errors import TorchbendError
+from ..safety import Safety, safety_stage
 
 __all__ = [
     "STREAM_BLOCK",
@@ -115,19 +116,24 @@ def render(
     fn: str,
     block_size: int | None,
     progress: Any = None,
-    safety: bool = False,
+    safety: bool | Safety = False,
 ) -> tuple[torch.Tensor, str]:
     """``audio`` (``[channels, time]``) through traced method ``fn`` of ``bended``, and how:
     block by block as :class:`~torchbend.audio.stream.Stream` runs it, from a clean state, or
     with ``block_size=None`` in one pass over the whole file. Any length in, the same length
-    out. With ``safety``, the output goes through :class:`~torchbend.audio.Safety` (block by
-    block with the model, or in one pass after it: the same, to float rounding)."""
+    out. Each channel of ``audio`` runs through the model as an item of a batch (as
+    ``Stream(..., channels=1)`` runs them), unless the model declares that many ``channels``.
+    With ``safety`` (``True``, or a :class:`~torchbend.audio.Safety` of your settings), the
+    output goes through the safety stage (block by block with the model, or in one pass after
+    it: the same, to float rounding), and the description returned ends with what it did."""
     from ..audio.stream import Stream
-    from ..safety import Safety
 
     ratio = ratio_of(bended.module)
+    fold = audio.shape[0] > 1 and getattr(bended.module, "channels", None) != audio.shape[0]
     if block_size is None:
         x = padded(audio, ratio)
+        if fold:
+            x = x.transpose(0, 1)  # [channels, 1, time]: each channel an item of the batch
         with torch.inference_mode():
             out = bended.call(fn, x)
         owner = type(bended.module).__name__
@@ -137,17 +143,20 @@ def render(
                 f"{owner}.{fn} gave {list(out.shape)} for audio of shape {list(x.shape)}: "
                 "rendering takes methods from audio to audio of the same length"
             )
-        if not safety:
-            return out[0, :, : audio.shape[-1]], "in one pass"
-        stage = Safety(sample_rate)
-        with torch.inference_mode():
-            out = stage(out)
-        return out[0, :, : audio.shape[-1]], f"in one pass; {stage.stats}"
+        how = "in one pass"
+        stage = safety_stage(safety, sample_rate, "the render")
+        if stage is not None:
+            stage.reset()
+            with torch.inference_mode():
+                out = stage(out)
+            how += f"; {stage.stats}"
+        return out[..., : audio.shape[-1]].reshape(-1, audio.shape[-1]), how
     stream = Stream(
         bended,
         method=fn,
         block_size=block_size,
         ratio=ratio,
+        channels=1 if fold else None,
         sample_rate=sample_rate,
         safety=safety,
     )

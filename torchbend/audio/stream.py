@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import itertools
 import math
 import statistics
 import time
@@ -117,7 +118,9 @@ class Stream:
 
     Shape:
         - Input: ``[channels, time]`` or ``[batch, channels, time]``, any ``time``
-          (``process``); exactly ``block_size`` samples (``process_block``).
+          (``process``); exactly ``block_size`` samples (``process_block``). Float audio of
+          another dtype than the model's is converted to it, and 16- or 32-bit PCM
+          (``torch.int16``, ``torch.int32``) divided by its full scale.
         - Output: same rank, ``[..., out_channels, time]`` for audio-to-audio methods; a method
           that changes the rate (``encode``) gives ``ceil(time * frames / block_size)`` frames.
 
@@ -174,6 +177,8 @@ class Stream:
         self.channels = channels
         self.sample_rate = sample_rate
         self.model_latency = _int_attribute(inner, "latency", 0) or 0
+        self.dtype = _float_dtype(inner)
+        """The dtype the model computes in; audio of another dtype is converted to it."""
         self.safety = safety_stage(safety, sample_rate, "the stream")
         """The safety stage the output goes through, or ``None``."""
         self._inner = inner
@@ -264,9 +269,24 @@ class Stream:
                 f"Stream takes audio [channels, time] or [batch, channels, time], got {shape}"
                 "; add a channel axis to a 1-d signal with x[None]"
             )
+        audio = self._as_float(audio)
         if audio.dim() == 2:
             return audio[None], False
         return audio, True
+
+    def _as_float(self, audio: torch.Tensor) -> torch.Tensor:
+        """``audio`` in the model's float dtype (float32 for a model without float tensors):
+        a float tensor converted, 16- and 32-bit PCM divided by its full scale."""
+        if audio.dtype == self.dtype:
+            return audio
+        if audio.is_floating_point():
+            return audio.to(self.dtype)
+        if audio.dtype in _PCM:
+            return audio.to(self.dtype) / _PCM[audio.dtype]
+        raise AudioError(
+            f"Stream takes float audio or 16- or 32-bit PCM (torch.int16, torch.int32), got "
+            f"{audio.dtype}; convert it to float in [-1, 1]"
+        )
 
     def _run(self, x: torch.Tensor) -> torch.Tensor:
         batch, channels = x.shape[0], x.shape[1]
@@ -327,6 +347,18 @@ def reset_cache(module: nn.Module) -> None:
     reset = getattr(module, "reset_cache", None)
     if callable(reset):
         reset()
+
+
+_PCM = {torch.int16: 32768.0, torch.int32: 2147483648.0}
+"""Full scale of the integer dtypes a :class:`Stream` takes as PCM audio."""
+
+
+def _float_dtype(module: nn.Module) -> torch.dtype:
+    """The dtype of ``module``'s first float parameter or buffer, float32 without one."""
+    for tensor in itertools.chain(module.parameters(), module.buffers()):
+        if tensor.is_floating_point():
+            return tensor.dtype
+    return torch.float32
 
 
 def _int_attribute(module: nn.Module, name: str, default: int | None) -> int | None:

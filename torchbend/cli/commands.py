@@ -73,20 +73,40 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _channels(audio: torch.Tensor, choice: str, path: str) -> torch.Tensor:
+    """The channels of ``audio`` that ``--channels`` picks: ``mix`` (one, their average),
+    ``all``, or one by its index."""
+    from ..audio.io import downmix
+
+    if choice == "mix":
+        return downmix(audio, Path(path).name)
+    if choice == "all":
+        return audio
+    index = int(choice)
+    if index >= audio.shape[0]:
+        raise TorchbendError(
+            f"--channels {index}: {path} has {audio.shape[0]} channel(s), give 0 to "
+            f"{audio.shape[0] - 1}, 'mix' or 'all'"
+        )
+    return audio[index : index + 1]
+
+
 def cmd_bend(args: argparse.Namespace) -> int:
     from ..audio import load, save
     from ..audio.io import FORMATS
+    from ..safety import FILE_CEILING, Safety, decibels
 
     out_path = output_path(args.output, "OUTPUT", tuple(FORMATS))
     model = _bended(args)
     sample_rate = int(getattr(model.module, "sample_rate", 44100))
-    audio, sr = load(args.input, sample_rate=sample_rate, mono=True)
+    audio, sr = load(args.input, sample_rate=sample_rate)
+    audio = _channels(audio, args.channels, args.input)
     # A model that streams runs by blocks with its state carried over; any other in one pass
     # (or by the blocks asked for).
     block = args.block_size
     if block is None and streams(model.module):
         block = STREAM_BLOCK
-    x = torch.zeros(1, 1, block) if block is not None else padded(audio, ratio_of(model.module))
+    x = torch.zeros(1, 1, block) if block is not None else padded(audio[:1], ratio_of(model.module))
     trace_audio(model, args.fn, x)
     keys = _apply_bendings(model, args)
     print(f"bent {len(keys)} target(s): {keys}", file=sys.stderr)
@@ -96,11 +116,13 @@ def cmd_bend(args: argparse.Namespace) -> int:
             bar = "#" * int(30 * i / count)
             print(f"\r[{bar:<30}] {i / count:4.0%}", end="", file=sys.stderr, flush=True)
 
-    out, how = render(model, audio, sr, args.fn, block, progress, safety=args.safety)
+    safety = Safety(sr, ceiling=FILE_CEILING) if args.safety else False
+    out, how = render(model, audio, sr, args.fn, block, progress, safety=safety)
     if not args.quiet and block is not None:
         print(f"\r[{'#' * 30}] 100%", file=sys.stderr)
     save(out_path, out, sr)
-    print(f"wrote {args.output} ({how})", file=sys.stderr)
+    peak = float(out.abs().max())
+    print(f"wrote {args.output} ({how}; peak {decibels(peak)})", file=sys.stderr)
     return 0
 
 
@@ -188,7 +210,7 @@ def cmd_live(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..demo import run_demo
 
-    run_demo(Path(args.out))
+    run_demo(Path(args.out), safety=args.safety)
     return 0
 
 

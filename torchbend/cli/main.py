@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -56,6 +57,15 @@ def _positive(text: str) -> int:
     if value == 0:
         raise argparse.ArgumentTypeError(f"expected a whole number, 1 or more, got {text!r}")
     return value
+
+
+def _channels(text: str) -> str:
+    """``--channels``: ``mix``, ``all``, or a channel's index."""
+    if text in ("mix", "all") or text.isdigit():
+        return text
+    raise argparse.ArgumentTypeError(
+        f"expected 'mix', 'all' or a channel's index (0 is the left), got {text!r}"
+    )
 
 
 def _device(text: str) -> int | str:
@@ -120,6 +130,17 @@ def build_parser() -> argparse.ArgumentParser:
             "repeat it for more",
         )
 
+    def safety_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--safety",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="pass what is written through the safety stage of live play (tb.audio.Safety: "
+            "NaN silenced, DC removed, a soft limiter within -0.3 dBFS, sound below -1.9 dBFS "
+            "untouched) and say what it did; --no-safety writes the model's output as it is "
+            "(a 16-bit file clips it at full scale)",
+        )
+
     def input_args(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--input",
@@ -141,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("bend", "render an audio file through a bended model")
     model_args(p)
-    p.add_argument("input", help="the audio file to render (WAV, FLAC or OGG; taken as mono)")
+    p.add_argument("input", help="the audio file to render (WAV, FLAC or OGG)")
     p.add_argument("output", help="the file to write (.wav, .flac or .ogg)")
     bend_args(p)
     p.add_argument(
@@ -152,13 +173,17 @@ def build_parser() -> argparse.ArgumentParser:
         "TorchScript file) runs by blocks of 8192 with its state carried over, and any "
         "other in one pass over the whole file",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
-        "--safety",
-        action="store_true",
-        help="pass the output through the safety stage of live play (tb.audio.Safety: NaN "
-        "silenced, DC removed, soft limiter within [-1, 1]) instead of writing it as it is",
+        "--channels",
+        type=_channels,
+        default="mix",
+        metavar="{mix,all,N}",
+        help="which channels of INPUT to render: 'mix' their average (mono; it warns if they "
+        "cancel out), 'all' of them (each through the model, written as they came: stereo "
+        "stays stereo), or the one of index N (0 is the left)",
     )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    safety_arg(p)
     p.set_defaults(run=cmd_bend)
 
     p = command("export", "export a bended model (nn~, TorchScript, torch.export, ONNX)")
@@ -201,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("demo", "bend the shipped model several ways on the shipped sounds")
     p.add_argument("--out", default="out/demo", help="the folder to write to")
+    safety_arg(p)
     p.set_defaults(run=cmd_demo)
 
     p = command("callbacks", "list the bending callbacks: name, arguments, what each does")
@@ -301,15 +327,23 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    command = " ".join(filter(None, [args.command, getattr(args, "step", None)]))
+
+    def one_line(message: Warning | str, *_: Any, **__: Any) -> str:
+        """A warning as one line, as errors are (not the library's file and source line)."""
+        return f"torchbend {command}: warning: {' '.join(str(message).split())}\n"
+
+    default_format, warnings.formatwarning = warnings.formatwarning, one_line
     try:
         return int(args.run(args))
     except (TorchbendError, ImportError) as e:
         message = " ".join(str(e).split())
-        command = " ".join(filter(None, [args.command, getattr(args, "step", None)]))
         print(f"torchbend {command}: error: {message}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:
         return 130
+    finally:
+        warnings.formatwarning = default_format
 
 
 if __name__ == "__main__":
