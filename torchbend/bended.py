@@ -158,7 +158,12 @@ class BendedModule(nn.Module):
         """Call method ``fn``: its bended graph if traced, else the module's method with the
         bended weights."""
         with self._lock:
+            traced = self._methods.get(fn) is not None
             out = self._methods.call(fn, args, kwargs)
+            if not traced:
+                # An untraced method runs on the view: what it set on the copies of bent
+                # modules (set_streaming's flags) must outlive them, as on the shared ones.
+                self._weights.give_back()
             if self._board.ramping:
                 self._board.advance()
             return out
@@ -251,7 +256,7 @@ class BendedModule(nn.Module):
                 self._weights.set(bent)
                 self._methods.rebuild(list(bending.activations))
                 raise
-            self._bendings.warnings_for(bending, self._methods.entries())
+            self._bendings.warnings_for(bending, self._methods.entries(), self._methods.flips)
             return selection.keys()
 
     def bended_keys(self) -> list[str]:

@@ -72,8 +72,18 @@ class ExportPlan:
             )
         self.methods = names
         self.entries: dict[str, Entry] = {}
+        """Per method, the graph exported: the one the bended module runs now on the inputs
+        it was last traced with (a bending may have flipped a decision on tensor values)."""
+        self.expected: dict[str, tuple[dict[str, Any], Any]] = {}
+        """Per method, those inputs and what the bended module gives for them without
+        autograd: what the export must give (:func:`torchbend.export.verify.check_export`)."""
         for n in names:
-            entry = self.bended.current(n)
+            example = self.bended.example(n)
+            if example is None:
+                entry = self.bended.current(n)
+            else:
+                entry, output = self.bended.running(n, example)
+                self.expected[n] = (example, output)
             assert entry.gm is not None
             self.entries[n] = entry
         self.arguments: dict[str, list[ExportedArgument]] = {

@@ -87,6 +87,8 @@ class Entry:
         """``gm`` with its static channel bendings folded into weights, if any fold."""
         self.backend = "concrete"
         """Name of the tracing backend that traced the graph."""
+        self.example: dict[str, Any] | None = None
+        """A copy of the inputs the graph was first traced (or saved) with, by name."""
 
     def remember(self, result: TracedGraph) -> None:
         """Keep the activation shapes of a trace that gave this graph."""
@@ -156,6 +158,9 @@ class Method:
         self.signature = signature
         self.entries: list[Entry] = []
         self.current: Entry | None = None
+        self.example: dict[str, Any] | None = None
+        """A copy of the inputs ``current`` was last traced (or saved) with: what exports
+        are checked on."""
         self.source = source
         """For a method derived from another (``save_as``): the method whose bendings apply."""
 
