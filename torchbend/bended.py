@@ -156,7 +156,9 @@ class BendedModule(nn.Module):
 
     def call(self, fn: str, /, *args: Any, **kwargs: Any) -> Any:
         """Call method ``fn``: its bended graph if traced, else the module's method with the
-        bended weights."""
+        bended weights; the flags such a method sets on modules (``set_streaming``) land on
+        the wrapped module's own, as if called on it, and outlive later bendings (weights
+        are never changed)."""
         with self._lock:
             traced = self._methods.get(fn) is not None
             out = self._methods.call(fn, args, kwargs)
@@ -401,7 +403,9 @@ class BendedModule(nn.Module):
         """Run ``fn`` from given activations (``names``, valued in ``values``) to its output.
 
         The part of the graph that only fed those activations is dropped; inputs of ``fn``
-        still used past them must be given in ``values`` too. ``save_as`` keeps the cut graph
+        still used past them must be given in ``values`` too, and run through a graph traced
+        for inputs like them (their sizes, where decisions read them): else a
+        :class:`TracingError` says which differ. ``save_as`` keeps the cut graph
         as a new method, e.g. ``save_as="decode_from_latent"``.
         """
         with self._lock:

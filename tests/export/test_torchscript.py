@@ -490,6 +490,7 @@ def test_checking_an_export_leaves_its_generators_and_counters_as_they_were():
     x = torch.randn(1, 1, 16, generator=torch.Generator().manual_seed(1))
     bended = tb.BendedModule(Flips().eval())
     bended.trace(x=x)
+    bended.bend(tb.Scale(-1.0), r"conv\.(weight|bias)$")  # flips the decision, as above
     bended.bend(tb.Noise(0.1, seed=2), "conv$")
     bended.bend(tb.Scale(3.0), "conv$", window=tb.Window(1, 2, unit="calls"))
     with pytest.warns(UserWarning, match="decision"):
