@@ -687,6 +687,23 @@ def test_a_seeded_noise_that_flips_a_decision_is_drawn_once_whatever_was_traced(
     assert torch.equal(fresh, first_call(True)[0])
 
 
+def test_a_call_that_flips_a_decision_leaves_a_carried_filter_as_one_run_would():
+    x = torch.randn(1, 1, 16, generator=torch.Generator().manual_seed(1))
+
+    def calls(traced_its_branch: bool) -> list[torch.Tensor]:
+        bended = tb.BendedModule(NoisyDecision().eval())
+        bended.trace(x=x)
+        bended.bend(tb.Filter("lowpass", cutoff=0.1, carry=True), "conv$")
+        bended.bend(tb.Scale(-1.0), r"conv\.(weight|bias)$")  # flips h.mean() > 0
+        if traced_its_branch:
+            bended.trace(x=x)  # a trace leaves the filter's memory as it found it
+        with torch.no_grad():  # the first call stops, traces, runs again: the memory moves once
+            return [bended(x=x) for _ in range(2)]
+
+    for fresh, traced in zip(calls(False), calls(True)):
+        assert torch.equal(fresh, traced)
+
+
 class OnlyDecided(nn.Module):
     def __init__(self) -> None:
         super().__init__()

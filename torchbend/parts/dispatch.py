@@ -88,7 +88,8 @@ class Entry:
         self.backend = "concrete"
         """Name of the tracing backend that traced the graph."""
         self.example: dict[str, Any] | None = None
-        """A copy of the inputs the graph was first traced (or saved) with, by name."""
+        """The inputs the graph was first traced (or saved) with, by name (the caller's
+        tensors, not copies: long inputs are not kept twice; runs take copies of them)."""
 
     def remember(self, result: TracedGraph) -> None:
         """Keep the activation shapes of a trace that gave this graph."""
@@ -159,8 +160,8 @@ class Method:
         self.entries: list[Entry] = []
         self.current: Entry | None = None
         self.example: dict[str, Any] | None = None
-        """A copy of the inputs ``current`` was last traced (or saved) with: what exports
-        are checked on."""
+        """The inputs ``current`` was last traced (or saved) with, by name: what exports are
+        checked on."""
         self.source = source
         """For a method derived from another (``save_as``): the method whose bendings apply."""
 

@@ -237,7 +237,7 @@ class MethodTable:
                 del self._methods[fn]
             raise
         method.current = entry
-        method.example = clone_inputs(bound)
+        method.example = dict(bound)
         return entry, result
 
     def running(self, method: Method, inputs: dict[str, Any]) -> tuple[Entry, Any]:
@@ -393,7 +393,7 @@ class MethodTable:
         entry = Entry(result, training, method.signature.names)
         entry.backend = backend.name
         entry.keys.add(entry.key(inputs))
-        entry.example = clone_inputs(inputs)
+        entry.example = dict(inputs)
         if method.entries and self.strict:
             raise GuardError(self._describe_change(method, result, inputs))
         self.hooks.attach(method, entry)
@@ -542,10 +542,10 @@ class MethodTable:
         derived = Method(label, signature, source=method.key)
         saved = Entry(result, entry.training, placeholders)
         saved.keys.add(saved.key(inputs))
-        saved.example = clone_inputs(inputs)
+        saved.example = dict(inputs)
         derived.entries.append(saved)
         derived.current = saved
-        derived.example = clone_inputs(inputs)
+        derived.example = dict(inputs)
         self.hooks.build(derived, saved)
         if name is not None:
             self._methods[name] = derived
