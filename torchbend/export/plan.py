@@ -71,6 +71,16 @@ class ExportPlan:
                 f"bended.trace({(missing or ['forward'])[0]!r}, <example inputs>)."
             )
         self.methods = names
+        keys = {self.bended.key(n) for n in names}
+        bendings = [b for b in self.bended.bendings if b.weights or keys & set(b.activations)]
+        dependent = _unique(w for b in bendings if b.callback.controls() for w in b.weights)
+        # A weight bent without controls is exported bent (a constant): the callbacks of
+        # bendings of such weights only are neither scripted nor saved.
+        scripted = [
+            b for b in bendings if keys & set(b.activations) or set(b.weights) & set(dependent)
+        ]
+        self._check_scriptable(scripted)
+        # The methods run only once what cannot be exported is refused: a run may record.
         self.entries: dict[str, Entry] = {}
         """Per method, the graph exported: the one the bended module runs now on the inputs
         it was last traced with (a bending may have flipped a decision on tensor values)."""
@@ -90,15 +100,6 @@ class ExportPlan:
             n: method_arguments(self.bended, n, self.entries[n]) for n in names
         }
         """Per method, its arguments as exported (types, defaults, traced values)."""
-        keys = {self.bended.key(n) for n in names}
-        bendings = [b for b in self.bended.bendings if b.weights or keys & set(b.activations)]
-        dependent = _unique(w for b in bendings if b.callback.controls() for w in b.weights)
-        # A weight bent without controls is exported bent (a constant): the callbacks of
-        # bendings of such weights only are neither scripted nor saved.
-        scripted = [
-            b for b in bendings if keys & set(b.activations) or set(b.weights) & set(dependent)
-        ]
-        self._check_scriptable(scripted)
         self.leaves: list[BendingCallback] = []
         """The callbacks the export scripts, each once."""
         for b in scripted:
