@@ -197,3 +197,35 @@ def test_from_activations_refuses_shapes_a_graph_baked_sizes_for():
     assert torch.equal(bended.from_activations("l", l=torch.ones(1, 4)), torch.full((1, 1), 4.0))
     with pytest.raises(tb.TracingError, match=r"l: \(1, 8\).*traced with: l: \(1, 4\)"):
         bended.from_activations("l", l=torch.ones(1, 8))  # the graph would add 4 columns
+
+
+class LengthAfter(nn.Module):
+    """Reads its input's length past the activation injected, in a decision."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc = nn.Conv1d(1, 4, 3, padding=1)
+        self.dec = nn.Conv1d(4, 1, 3, padding=1)
+
+    def forward(self, x):
+        y = self.dec(self.enc(x[..., :16]))
+        n = x.shape[-1]
+        y = torch.nn.functional.interpolate(y, size=n, mode="linear")
+        if n > 20:
+            y = y * 2
+        return y + x
+
+
+def test_from_activations_runs_the_graph_traced_for_every_input_it_reads():
+    torch.manual_seed(0)
+    model = LengthAfter().eval()
+    bended = tb.BendedModule(model)
+    short, long = torch.randn(1, 1, 16), torch.randn(1, 1, 32)
+    bended.trace(x=short)
+    z = bended.get_activations("enc$", x=short)["enc"]  # the same shape for both lengths
+    with pytest.raises(tb.TracingError, match=r"traced with: x.shape\[-1\] 16 \(given 32\)"):
+        bended.from_activations("enc", enc=z, x=long)
+    z_long = bended.get_activations("enc$", x=long)["enc"]  # traces the graph of long inputs
+    out = bended.from_activations("enc", enc=z_long, x=long)
+    assert torch.equal(out, bended(x=long))
+    assert torch.equal(bended.from_activations("enc", enc=z, x=short), bended(x=short))

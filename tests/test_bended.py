@@ -495,6 +495,28 @@ def test_flags_set_on_the_model_after_a_weight_bending_reach_the_bent_copies():
         assert torch.equal(value, kept[name]), name
 
 
+def test_streaming_switched_through_the_bended_module_survives_the_next_bending():
+    torch.manual_seed(0)
+    model = tb.models.TinyRave().eval()
+    x = torch.randn(1, 1, 1024, generator=torch.Generator().manual_seed(1))
+
+    def streamed(through_bended: bool) -> torch.Tensor:
+        own = copy.deepcopy(model)
+        weights = {n: p.detach().clone() for n, p in own.named_parameters()}
+        bended = tb.BendedModule(own)
+        bended.trace(x=torch.zeros(1, 1, 256))
+        bended.bend(tb.Scale(0.5), r"decoder\.0\.weight")  # decoder.0 runs on a copy now
+        (bended if through_bended else own).set_streaming(True)
+        bended.bend(tb.Scale(0.9), r"encoder\.0\.weight")  # makes the copies again
+        with torch.no_grad():
+            out = torch.cat([bended(b) for b in x.split(256, -1)], -1)
+        for name, value in own.named_parameters():  # flags given back, never weights
+            assert torch.equal(value, weights[name]), name
+        return out
+
+    assert torch.equal(streamed(True), streamed(False))
+
+
 def small() -> tuple[tb.BendedModule, nn.Module, torch.Tensor]:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv1d(1, 4, 3, padding=1), nn.Tanh(), nn.Conv1d(4, 1, 3, padding=1))
@@ -636,6 +658,52 @@ def test_a_retrace_leaves_what_seeded_bendings_draw_next_as_it_was():
     assert torch.equal(second_call(False), second_call(True))
 
 
+class NoisyDecision(nn.Module):
+    """A data-dependent decision on an activation that a seeded Noise bends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = nn.Conv1d(1, 4, 3, padding=1)
+
+    def forward(self, x):
+        h = self.conv(x)
+        return torch.tanh(h) if h.mean() > 0 else torch.relu(h) - 0.1
+
+
+def test_a_seeded_noise_that_flips_a_decision_is_drawn_once_whatever_was_traced():
+    x = torch.randn(1, 1, 16, generator=torch.Generator().manual_seed(1))
+
+    def first_call(traced_its_branch: bool) -> tuple[torch.Tensor, int]:
+        bended = tb.BendedModule(NoisyDecision().eval())
+        bended.trace(x=x)
+        bended.bend(tb.Noise(3.0, seed=0), "conv$")  # its first draw flips h.mean() > 0
+        if traced_its_branch:
+            bended.trace(x=x)  # draws as the call will, and puts the generator back
+        return bended(x=x).detach(), len(bended.graphs())
+
+    fresh, graphs = first_call(False)
+    assert graphs == 2  # the call found the decision flipped and traced the other branch
+    assert torch.equal(fresh, first_call(True)[0])
+
+
+def test_a_call_that_flips_a_decision_leaves_a_carried_filter_as_one_run_would():
+    x = torch.randn(1, 1, 16, generator=torch.Generator().manual_seed(1))
+
+    def calls(traced_its_branch: bool) -> list[torch.Tensor]:
+        bended = tb.BendedModule(NoisyDecision().eval())
+        bended.trace(x=x)
+        bended.bend(tb.Filter("lowpass", cutoff=0.1, carry=True), "conv$")
+        bended.bend(tb.Scale(-1.0), r"conv\.(weight|bias)$")  # flips h.mean() > 0
+        if traced_its_branch:
+            bended.trace(x=x)  # a trace leaves the filter's memory as it found it
+        with torch.no_grad():  # the first call stops, traces, runs again: the memory moves once
+            return [bended(x=x) for _ in range(2)]
+
+    for fresh, traced in zip(calls(False), calls(True)):
+        assert torch.equal(fresh, traced)
+
+
 class OnlyDecided(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -652,13 +720,43 @@ class OnlyDecided(nn.Module):
 def test_bend_warns_about_bendings_that_change_nothing_or_stack():
     bended = tb.BendedModule(OnlyDecided())
     bended.trace(x=torch.randn(1, 4))
-    with pytest.warns(UserWarning, match=r"forward:l changes nothing: only decisions read it"):
+    with pytest.warns(UserWarning, match=r"forward:l changes nothing on the inputs traced: only"):
         bended.bend(tb.Scale(2.0), "l$")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         bended.bend(tb.Scale(2.0), "m$")
     with pytest.warns(UserWarning, match=r"Scale\(scale=2.0\) already bends forward:m"):
         bended.bend(tb.Scale(2.0), "m$")  # the same notebook cell, run again
+
+
+def test_bend_warns_that_decisions_only_change_nothing_only_when_it_is_so():
+    bended = tb.BendedModule(NoisyDecision().eval())
+    x = torch.randn(1, 1, 16, generator=torch.Generator().manual_seed(1))
+    bended.trace(x=x)
+    before = bended(x=x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # it flips the decision: the output changes
+        bended.bend(tb.Scale(-1.0), "mean$")
+    assert not torch.equal(bended(x=x), before)
+
+    class Lacking(nn.Module):  # the node only exists in the graph of long inputs
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv1d(1, 4, 3, padding=1)
+
+        def forward(self, x):
+            h = self.conv(x)
+            if x.shape[-1] > 16:
+                m = h.mean()
+                if m > 100:
+                    h = h * 2
+            return torch.tanh(h)
+
+    bended = tb.BendedModule(Lacking())
+    bended.trace(x=torch.randn(1, 1, 32))
+    bended.trace(x=torch.randn(1, 1, 16))
+    with pytest.warns(UserWarning, match=r"forward:mean changes nothing.*1 graph\(s\) traced"):
+        bended.bend(tb.Scale(2.0), "mean$")
 
 
 def test_selection_mistakes_are_clear_errors():

@@ -295,3 +295,31 @@ def test_the_nntilde_export_folds_static_channel_bendings(tmp_path) -> None:
         loaded.set_gain(2.0)
         bended.update("gain", 2.0, ramp=False)
         assert torch.equal(loaded(x), bended(x))
+
+
+class ReadsItsLength(nn.Module):
+    """A decision on the input's length: new lengths are traced on their first call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv1d(1, 8, 3, padding=1)
+        self.b = nn.Conv1d(8, 1, 3, padding=1)
+
+    def forward(self, x):
+        h = self.a(x)
+        if x.shape[-1] > 4096:
+            h = h * 0.5
+        return self.b(h)
+
+
+def test_the_first_call_at_new_sizes_runs_the_folded_graph_as_later_calls_do() -> None:
+    torch.manual_seed(0)
+    bended = tb.BendedModule(ReadsItsLength().eval())
+    bended.trace(x=torch.randn(1, 1, 16))
+    bended.bend(tb.Scale(0.3), "a$")
+    assert folds(bended) == ["b"]
+    x = torch.randn(1, 1, 32, generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        first, second = bended(x), bended(x)
+    assert torch.equal(first, second)
+    assert torch.equal(tb.export.torchscript(bended)(x), second)

@@ -156,9 +156,16 @@ class BendedModule(nn.Module):
 
     def call(self, fn: str, /, *args: Any, **kwargs: Any) -> Any:
         """Call method ``fn``: its bended graph if traced, else the module's method with the
-        bended weights."""
+        bended weights; the flags such a method sets on modules (``set_streaming``) land on
+        the wrapped module's own, as if called on it, and outlive later bendings (weights
+        are never changed)."""
         with self._lock:
+            traced = self._methods.get(fn) is not None
             out = self._methods.call(fn, args, kwargs)
+            if not traced:
+                # An untraced method runs on the view: what it set on the copies of bent
+                # modules (set_streaming's flags) must outlive them, as on the shared ones.
+                self._weights.give_back()
             if self._board.ramping:
                 self._board.advance()
             return out
@@ -251,7 +258,7 @@ class BendedModule(nn.Module):
                 self._weights.set(bent)
                 self._methods.rebuild(list(bending.activations))
                 raise
-            self._bendings.warnings_for(bending, self._methods.entries())
+            self._bendings.warnings_for(bending, self._methods.entries(), self._methods.flips)
             return selection.keys()
 
     def bended_keys(self) -> list[str]:
@@ -396,7 +403,9 @@ class BendedModule(nn.Module):
         """Run ``fn`` from given activations (``names``, valued in ``values``) to its output.
 
         The part of the graph that only fed those activations is dropped; inputs of ``fn``
-        still used past them must be given in ``values`` too. ``save_as`` keeps the cut graph
+        still used past them must be given in ``values`` too, and run through a graph traced
+        for inputs like them (their sizes, where decisions read them): else a
+        :class:`TracingError` says which differ. ``save_as`` keeps the cut graph
         as a new method, e.g. ``save_as="decode_from_latent"``.
         """
         with self._lock:

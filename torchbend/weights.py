@@ -114,8 +114,19 @@ class CopySync:
             read = operator.itemgetter(*[k for k in theirs if k not in _OWN])
             self._given[i] = (read, read(theirs), len(theirs))
 
+    def give_back(self) -> None:
+        """Give the originals the attributes set on their copies since (a method of the
+        wrapped module run on the view, such as ``set_streaming``), as such a method sets
+        them on the modules it shares with the view: a flag then outlives the copies, which
+        the next bending makes again from the originals. Parameters are never given back."""
+        for mine, theirs in self._pairs:
+            for key, value in mine.items():
+                if key not in _OWN and theirs.get(key, _ABSENT) is not value:
+                    theirs[key] = value
+
 
 _OWN = frozenset({"_parameters", "_modules"})
+_ABSENT = object()
 
 
 class WeightBank:
@@ -264,6 +275,11 @@ class WeightBank:
         graphs run on it, and guards read the modes and flags there."""
         self._sync()
         return self.view
+
+    def give_back(self) -> None:
+        """Set on the wrapped module's modules the attributes set on their copies in ``view``
+        (see :meth:`CopySync.give_back`)."""
+        self._sync.give_back()
 
     def refresh(self) -> None:
         """Rebuild ``view`` (after bending, a device move or a train/eval switch)."""

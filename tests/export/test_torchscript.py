@@ -441,3 +441,60 @@ def test_a_module_exported_mid_ramp_ramps_on_as_in_python():
         scripted = tb.export.torchscript(bended)
         for step in range(5):
             assert torch.equal(scripted(x), bended(x)), step
+
+
+class Flips(nn.Module):
+    """A data-dependent decision that a weight bending flips."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = nn.Conv1d(1, 4, 3, padding=1)
+
+    def forward(self, x):
+        h = self.conv(x)
+        return torch.tanh(h) if h.mean() > 0 else torch.relu(h) - 0.1
+
+
+@pytest.mark.parametrize("called", [True, False])
+def test_a_bending_that_flips_a_decision_exports_the_branch_it_takes(called):
+    x = torch.randn(1, 1, 16, generator=torch.Generator().manual_seed(1))
+    bended = tb.BendedModule(Flips().eval())
+    bended.trace(x=x)
+    bended.bend(tb.Scale(-1.0), r"conv\.(weight|bias)$")  # h.mean() changes sign
+    if called:  # the call traces the other branch; the export must not keep the old one
+        bended(x=x)
+    with pytest.warns(UserWarning, match="decision"):
+        scripted = torchscript(bended)
+    with torch.no_grad():
+        assert torch.equal(scripted(x=x), bended(x=x))
+
+
+def test_an_export_that_differs_from_the_module_on_its_traced_inputs_is_refused():
+    x = torch.randn(1, 1, 16, generator=torch.Generator().manual_seed(1))
+    bended = tb.BendedModule(Flips().eval())
+    bended.trace(x=x)
+    bended.bend(tb.Scale(-1.0), r"conv\.(weight|bias)$")
+    view = type(bended.view())
+    stale = view.running
+
+    def old_branch(self, fn, inputs):  # the graph traced before bending, as exports took
+        return self.current(fn), stale(self, fn, inputs)[1]
+
+    with mock.patch.object(view, "running", old_branch), pytest.warns(UserWarning):
+        with pytest.raises(ExportError, match=r"does not compute what the bended module"):
+            torchscript(bended)
+
+
+def test_checking_an_export_leaves_its_generators_and_counters_as_they_were():
+    x = torch.randn(1, 1, 16, generator=torch.Generator().manual_seed(1))
+    bended = tb.BendedModule(Flips().eval())
+    bended.trace(x=x)
+    bended.bend(tb.Scale(-1.0), r"conv\.(weight|bias)$")  # flips the decision, as above
+    bended.bend(tb.Noise(0.1, seed=2), "conv$")
+    bended.bend(tb.Scale(3.0), "conv$", window=tb.Window(1, 2, unit="calls"))
+    with pytest.warns(UserWarning, match="decision"):
+        scripted = torchscript(bended)
+    with torch.no_grad():
+        for _ in range(3):  # the first call draws and counts as the module's first call does
+            assert torch.equal(scripted(x=x), bended(x=x))

@@ -32,6 +32,7 @@ from .check import (
 from .plan import ExportPlan
 from .source import contract_source
 from .torchscript import save
+from .verify import check_export
 
 if TYPE_CHECKING:
     from ..parts.dispatch import Entry
@@ -167,6 +168,7 @@ def nntilde(
     }
     least = _least_buffer(module.module, min_buffer_size, method_params.values())
     container = build(plan)
+    check_export(plan, container)
     for method in plan.methods:
         entry = plan.entries[method]
         values = method_params[method]

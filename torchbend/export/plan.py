@@ -71,15 +71,6 @@ class ExportPlan:
                 f"bended.trace({(missing or ['forward'])[0]!r}, <example inputs>)."
             )
         self.methods = names
-        self.entries: dict[str, Entry] = {}
-        for n in names:
-            entry = self.bended.current(n)
-            assert entry.gm is not None
-            self.entries[n] = entry
-        self.arguments: dict[str, list[ExportedArgument]] = {
-            n: method_arguments(self.bended, n, self.entries[n]) for n in names
-        }
-        """Per method, its arguments as exported (types, defaults, traced values)."""
         keys = {self.bended.key(n) for n in names}
         bendings = [b for b in self.bended.bendings if b.weights or keys & set(b.activations)]
         dependent = _unique(w for b in bendings if b.callback.controls() for w in b.weights)
@@ -89,6 +80,26 @@ class ExportPlan:
             b for b in bendings if keys & set(b.activations) or set(b.weights) & set(dependent)
         ]
         self._check_scriptable(scripted)
+        # The methods run only once what cannot be exported is refused: a run may record.
+        self.entries: dict[str, Entry] = {}
+        """Per method, the graph exported: the one the bended module runs now on the inputs
+        it was last traced with (a bending may have flipped a decision on tensor values)."""
+        self.expected: dict[str, tuple[dict[str, Any], Any]] = {}
+        """Per method, those inputs and what the bended module gives for them without
+        autograd: what the export must give (:func:`torchbend.export.verify.check_export`)."""
+        for n in names:
+            example = self.bended.example(n)
+            if example is None:
+                entry = self.bended.current(n)
+            else:
+                entry, output = self.bended.running(n, example)
+                self.expected[n] = (example, output)
+            assert entry.gm is not None
+            self.entries[n] = entry
+        self.arguments: dict[str, list[ExportedArgument]] = {
+            n: method_arguments(self.bended, n, self.entries[n]) for n in names
+        }
+        """Per method, its arguments as exported (types, defaults, traced values)."""
         self.leaves: list[BendingCallback] = []
         """The callbacks the export scripts, each once."""
         for b in scripted:

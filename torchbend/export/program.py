@@ -95,12 +95,12 @@ def exportable(
         example = TensorDict({}, batch_size=[])
         for name, key in flat.items():
             example.set(key, inputs[name])
-        entry = view.entry_for(fn, {"tensordict": example})
+        entry = view.running(fn, {"tensordict": example})[0]
         assert entry.gm is not None
         return _TensorDictKeywords(_without_guards(entry.gm), in_keys, out_keys), dict(inputs)
     try:
         bound = view.signature(fn).bind((), inputs)
-        entry = view.entry_for(fn, bound)
+        entry = view.running(fn, bound)[0]
     except TorchbendError as e:
         raise ExportError(str(e)) from None
     assert entry.gm is not None

@@ -14,6 +14,7 @@ from .check import error_summary
 from .plan import ExportPlan
 from .reader import CONTROLS_FILE
 from .source import CONTROLS_METHOD
+from .verify import check_export
 
 if TYPE_CHECKING:
     from ..bended import BendedModule
@@ -28,12 +29,14 @@ def torchscript(
 ) -> torch.jit.ScriptModule:
     """Export ``bended`` as one TorchScript module, saved to ``path`` if given.
 
-    The module holds the bended graph of every traced method (the graph of the last traced
-    inputs), each under its own name (``forward`` as ``forward``), the bending callbacks, and
-    for every control of ``bended.controllables`` a ``set_<name>(value) -> int`` (``0``:
-    accepted; ``-1``: refused, out of range) and ``get_<name>()``. Setting a control has the
-    effect of ``bended.update``: activation callbacks read the new value at the next call, and
-    weights bent with the control are bent again from cached copies of their originals.
+    The module holds the bended graph of every traced method (the graph the bended module
+    runs now on the inputs it was last traced with: a bending that flips a decision on tensor
+    values exports the branch it takes), each under its own name (``forward`` as
+    ``forward``), the bending callbacks, and for every control of ``bended.controllables``
+    a ``set_<name>(value) -> int`` (``0``: accepted; ``-1``: refused, out of range) and
+    ``get_<name>()``. Setting a control has the effect of ``bended.update``: activation
+    callbacks read the new value at the next call, and weights bent with the control are bent
+    again from cached copies of their originals.
     Loading the file needs torch only (``torch.jit.load``), not torchbend.
 
     The controls' metadata (type, range, widget, setter and getter of each) is returned by
@@ -47,9 +50,11 @@ def torchscript(
         methods: the methods to export (default: every traced method).
 
     Raises:
-        ExportError: a method is not traced, a callback the file runs cannot be scripted
-            (``Lambda``, ``Capture``... on an activation), or a control drives the seed of a
-            seeded callback that draws outside :meth:`~torchbend.callbacks.seeded.Seeded.draw`.
+        ExportError: a method is not traced, its export does not give what the bended module
+            gives on the inputs it was traced with (checked before saving), a callback the
+            file runs cannot be scripted (``Lambda``, ``Capture``... on an activation), or a
+            control drives the seed of a seeded callback that draws outside
+            :meth:`~torchbend.callbacks.seeded.Seeded.draw`.
 
     Example:
         >>> import torch, torchbend as tb
@@ -68,7 +73,9 @@ def torchscript(
     plan = ExportPlan(bended, methods)
     if path is not None:
         plan.check_savable()
-    scripted = script(plan, build(plan))
+    container = build(plan)
+    check_export(plan, container)
+    scripted = script(plan, container)
     if path is not None:
         save(scripted, path)
     return scripted

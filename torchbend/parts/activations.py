@@ -12,7 +12,9 @@ from ..errors import SelectionError, TracingError, did_you_mean
 from ..rewriting import build_graph_module
 from ..selection import select
 from ..tracing import DecisionChanged, TracedGraph
+from ..tracing.facts import describe_fact, kind_of
 from ..tracing.surgery import cut_from, keep_until
+from .check import RandomState
 from .dispatch import Entry, Method
 from .methods import MethodTable
 
@@ -32,6 +34,7 @@ def get_activations(
     method = table.method(fn)
     inputs = method.signature.bind((), inputs)  # defaults of the method filled in
     entry = table.entry_for(method, inputs)
+    state = RandomState(table.hooks.generators())  # a retry draws what the first run drew
     for retry in (False, True):
         names = _names(method, entry, patterns)
         try:
@@ -42,6 +45,7 @@ def get_activations(
         except DecisionChanged as e:
             if retry:
                 raise table.unstable(method, entry, e) from None
+            state.restore()
             # A decision on the values of these inputs (not on their kinds or shapes)
             # differs from the graph's: trace the graph these inputs take, and run that one.
             # Unbent, they may take other decisions than bent (a bent weight flips a test):
@@ -74,6 +78,7 @@ def from_activations(
     # activations too: run one traced with activations of the given shapes, else any graph;
     # newest first, and the next one if a decision on their values differs.
     tried: list[str] = []
+    state = RandomState(table.hooks.generators())  # each graph tried draws what the first drew
     for entry in [method.current, *(e for e in method.entries if e is not method.current)]:
         if any(n not in entry.shapes for n in names):  # a graph of other decisions
             continue
@@ -91,17 +96,48 @@ def from_activations(
                 f"from_activations({', '.join(map(repr, names))}) of {fn} takes {needed}; "
                 f"missing {missing}, unknown {unknown}"
             )
+        # The inputs still read past the activations take the graph's decisions too (a
+        # length baked in after them): only a graph traced for inputs like these runs them.
+        mismatch = _inputs_mismatch(entry, {n: values[n] for n in needed if n not in names})
+        if mismatch is not None:
+            tried.append(mismatch)
+            continue
         try:
+            state.restore()
             return _run(table, method, entry, graph, values, bended, save_as)
         except DecisionChanged:
             tried.append("a graph that took other decisions on these values")
-    given = ", ".join(f"{n}: {_shape(values.get(n))}" for n in names)
+    given = ", ".join(f"{n}: {_shape(v)}" for n, v in values.items() if _shape(v) is not None)
     raise TracingError(
         f"from_activations of {table.owner}.{fn}: no traced graph of {fn} was traced with "
-        f"activations like these ({given}); traced with: {'; '.join(tried)}. Trace {fn} on "
-        f"inputs that give such activations first (bended.trace({fn!r}, ...)), so that what "
-        "follows them is traced for their shape and values."
+        f"activations and inputs like these ({given}); traced with: {'; '.join(tried)}. "
+        f"Trace {fn} on inputs that give such activations first (bended.trace({fn!r}, ...)), "
+        "so that what follows them is traced for their shape and values."
     )
+
+
+def _inputs_mismatch(entry: Entry, inputs: dict[str, Any]) -> str | None:
+    """What of ``inputs`` (some of the method's arguments) differs from every call ``entry``
+    was traced or kept for: their kinds and the facts of them its decisions read; ``None``
+    if they fit one."""
+    positions = {name: i for i, name in enumerate(entry.names)}
+    kinds = {name: kind_of(value) for name, value in inputs.items() if name in positions}
+    read = [
+        (i, fact, reader(inputs))
+        for i, (fact, reader) in enumerate(zip(entry.facts, entry.readers))
+        if fact[0] in inputs
+    ]
+    problem = None
+    for key in entry.keys:
+        if any(key[0][positions[name]] != kind for name, kind in kinds.items()):
+            problem = problem or ", ".join(f"{n}: a {type(v).__name__}" for n, v in inputs.items())
+            continue
+        differs = [(fact, now, key[3 + i]) for i, fact, now in read if key[3 + i] != now]
+        if not differs:
+            return None
+        fact, now, then = differs[0]
+        problem = problem or f"{describe_fact(fact)} {then!r} (given {now!r})"
+    return problem
 
 
 def _fits(value: Any, seen: set[tuple[int, ...]], read: set[str]) -> bool:

@@ -127,5 +127,6 @@ class EntryHooks(Protocol):
 
     def generators(self) -> list[Replayable]:
         """The random generators bending draws from (besides torch's global one), and other
-        state calls move on (calls counted by windows): what a trace puts back."""
+        state calls move on (calls counted by windows, the callbacks' buffers): what a trace
+        puts back."""
         ...

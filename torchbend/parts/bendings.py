@@ -206,10 +206,17 @@ class BendingSet:
             self.callbacks.append(callback)
         return bending
 
-    def warnings_for(self, bending: Bending, entries: Iterable[tuple[Method, Entry]]) -> None:
+    def warnings_for(
+        self,
+        bending: Bending,
+        entries: Iterable[tuple[Method, Entry]],
+        flips: Callable[[Method, Entry], bool],
+    ) -> None:
         """Warn about a new ``bending`` that does not do what it seems to: one stacked on the
         same bending of the same targets (a notebook cell run twice), or one of activations
-        that only decisions read (checks read traced values: it changes nothing)."""
+        that only decisions read in every graph that has them, where the bent value takes the
+        decisions taken when traced (``flips(method, entry)``: whether it takes others on
+        the inputs ``entry`` was traced with): it changes nothing on those inputs."""
         cb = bending.callback
         for other in self._bendings:
             if other is bending or type(other.callback) is not type(cb):
@@ -223,25 +230,37 @@ class BendingSet:
                         stacklevel=3,
                     )
                     break
-        unread: dict[str, list[str]] = {}  # key: where decisions read it, in every graph
+        # Per target: where decisions read it, or None once a graph reads it otherwise (or
+        # the bent value flips a decision there: the other branch runs, the output changes).
+        unread: dict[str, list[str] | None] = {}
+        lacking: dict[str, int] = {}  # graphs of other decisions that do not have it
         for method, entry in entries:
             for name in bending.activations.get(method.key, []):
-                guards = decisions_only(entry.graph, name)
                 key = f"{method.key}:{name}"
-                if not guards:
-                    unread[key] = []
-                elif unread.get(key, True):
-                    steps = [entry.result.flow_steps[int(str(g.args[3]))] for g in guards]
-                    unread.setdefault(key, []).extend(
-                        f"{s.kind} at {s.file} ({s.function})" for s in steps
-                    )
+                if unread.get(key, []) is None:
+                    continue
+                if all(n.name != name for n in entry.graph.nodes):
+                    lacking[key] = lacking.get(key, 0) + 1
+                    continue
+                guards = decisions_only(entry.graph, name)
+                if not guards or flips(method, entry):
+                    unread[key] = None
+                    continue
+                steps = [entry.result.flow_steps[int(str(g.args[3]))] for g in guards]
+                where = unread.setdefault(key, [])
+                assert where is not None
+                where.extend(f"{s.kind} at {s.file} ({s.function})" for s in steps)
         for key, where in unread.items():
             if where:
+                others = lacking.get(key, 0)
                 warnings.warn(
-                    f"bending {key} changes nothing: only decisions read it "
-                    f"({', '.join(dict.fromkeys(where))}), and the graph keeps the decisions "
-                    "taken when traced. Bend the activations it is computed from, or those "
-                    "the decision selects, instead.",
+                    f"bending {key} changes nothing on the inputs traced: only decisions read "
+                    f"it ({', '.join(dict.fromkeys(where))}) and the bent value takes the "
+                    "decisions taken when traced"
+                    + (f"; {others} graph(s) traced for other inputs lack it" if others else "")
+                    + ". It changes the output only for inputs where it flips a decision (the "
+                    "other branch then runs); to change it directly, bend the activations it "
+                    "is computed from, or those the decision selects.",
                     stacklevel=3,
                 )
 
@@ -351,7 +370,7 @@ class BendingSet:
             found.update((id(v), v) for v in vars(cb).values() if isinstance(v, torch.Generator))
             if isinstance(cb, Shaped):
                 found[id(cb.steps)] = cb.counters()
-        return list(found.values())
+        return [*found.values(), _Buffers(self.callbacks)]
 
     def build(self, method: Method, entry: Entry) -> None:
         slots: dict[str, list[BendingCallback]] = {}
@@ -373,6 +392,29 @@ class BendingSet:
         if modules and can_fold(entry.gm):
             folded = build_graph_module(entry.result, view, modules, class_name=name)
             entry.folded = fold_slots(folded, view)
+
+
+class _Buffers:
+    """The buffers of callbacks (per-target state: the memory of a ``Filter(carry=True)``),
+    saved and put back as a generator's state is: a run stopped half-way, or made to trace
+    or to check, leaves them as the call found them."""
+
+    def __init__(self, callbacks: nn.Module) -> None:
+        self.callbacks = callbacks
+
+    def get_state(self) -> list[tuple[nn.Module, str, torch.Tensor, torch.Tensor]]:
+        return [
+            (m, name, b, b.detach().clone())
+            for m in self.callbacks.modules()
+            for name, b in m._buffers.items()
+            if b is not None
+        ]
+
+    def set_state(self, state: list[tuple[nn.Module, str, torch.Tensor, torch.Tensor]]) -> None:
+        with torch.no_grad():
+            for m, name, b, value in state:
+                if m._buffers.get(name) is b:  # not drawn again in between (a new shape)
+                    b.copy_(value)
 
 
 def _few(keys: Sequence[str]) -> str:

@@ -32,6 +32,7 @@ __all__ = [
     "first_difference",
     "kept_buffers",
     "own_error",
+    "untouched",
 ]
 
 RTOL = 1e-5
@@ -47,19 +48,21 @@ class RandomState:
         self.cpu = torch.random.get_rng_state()
         self.states = [g.get_state() for g in generators]
 
+    def restore(self) -> None:
+        """Put every generator back to this state (a run stopped half-way draws again)."""
+        torch.random.set_rng_state(self.cpu)
+        for g, s in zip(self.generators, self.states):
+            g.set_state(s)
+
     @contextlib.contextmanager
     def replayed(self) -> Iterator[None]:
         """Run a block from this state, then put every generator back where it was."""
         now = RandomState(self.generators)
-        torch.random.set_rng_state(self.cpu)
-        for g, s in zip(self.generators, self.states):
-            g.set_state(s)
+        self.restore()
         try:
             yield
         finally:
-            torch.random.set_rng_state(now.cpu)
-            for g, s in zip(now.generators, now.states):
-                g.set_state(s)
+            now.restore()
 
 
 def own_error(

@@ -87,6 +87,9 @@ class Entry:
         """``gm`` with its static channel bendings folded into weights, if any fold."""
         self.backend = "concrete"
         """Name of the tracing backend that traced the graph."""
+        self.example: dict[str, Any] | None = None
+        """The inputs the graph was first traced (or saved) with, by name (the caller's
+        tensors, not copies: long inputs are not kept twice; runs take copies of them)."""
 
     def remember(self, result: TracedGraph) -> None:
         """Keep the activation shapes of a trace that gave this graph."""
@@ -156,6 +159,9 @@ class Method:
         self.signature = signature
         self.entries: list[Entry] = []
         self.current: Entry | None = None
+        self.example: dict[str, Any] | None = None
+        """The inputs ``current`` was last traced (or saved) with, by name: what exports are
+        checked on."""
         self.source = source
         """For a method derived from another (``save_as``): the method whose bendings apply."""
 

@@ -25,8 +25,8 @@ from ..tracing import DecisionChanged, FlowStep, TracedGraph, record_of
 from ..tracing.facts import describe_fact
 from ..tracing.tensordict import TensorDictProgram, is_tensordict_module, keyword_call
 from .backend import AutoBackend, Backend, ConcreteBackend, EntryHooks, TracingBackend
-from .check import GraphCheck, RandomState, own_error
-from .dispatch import Entry, Method, Signature
+from .check import GraphCheck, RandomState, own_error, untouched
+from .dispatch import Entry, Method, Signature, clone_inputs
 from .export_backend import ExportBackend, TorchScriptBackend
 
 __all__ = ["ConcreteBackend", "EntryHooks", "MethodTable", "TracingBackend"]
@@ -237,7 +237,49 @@ class MethodTable:
                 del self._methods[fn]
             raise
         method.current = entry
+        method.example = dict(bound)
         return entry, result
+
+    def running(self, method: Method, inputs: dict[str, Any]) -> tuple[Entry, Any]:
+        """The graph a call of ``method`` on bound ``inputs`` runs now, and what it gives,
+        without autograd (as streams and exports run), leaving no trace (generators, buffers
+        and attributes put back): unlike :meth:`entry_for`, which looks at the inputs' kinds
+        and shapes only, it runs the graphs whose decisions read tensor values (a bent weight
+        may flip one since they were traced). A graph traced for it is not kept."""
+        root = self.root()
+        state = RandomState(self.hooks.generators())
+        training = self.module.training
+        entries = [e for e in method.entries if e.training is training and e.key(inputs) in e.keys]
+        if method.source is not None:  # a graph cut from another method's cannot be traced
+            entries = entries or method.entries[:1]
+        for entry in entries:
+            args = [inputs[n] for n in entry.input_names]
+            try:
+                with torch.no_grad(), untouched(root, state):
+                    return entry, runnable(entry).forward(*clone_inputs(args))
+            except DecisionChanged as e:
+                if method.source is not None:
+                    raise self.unstable(method, entry, e) from None
+        entry = self._trace_entry(method, inputs, keep=False)[0]
+        args = [inputs[n] for n in entry.input_names]
+        try:
+            with torch.no_grad(), untouched(root, state):
+                return entry, runnable(entry).forward(*clone_inputs(args))
+        except DecisionChanged as e:
+            raise self.unstable(method, entry, e) from None
+
+    def flips(self, method: Method, entry: Entry) -> bool:
+        """Whether ``entry``'s graph, bent as it is now, takes another decision on the inputs
+        it was traced with than when traced (leaving no trace); ``True`` if it has none."""
+        if entry.example is None:
+            return True
+        args = [entry.example[n] for n in entry.input_names]
+        try:
+            with torch.no_grad(), untouched(self.root(), RandomState(self.hooks.generators())):
+                runnable(entry).forward(*clone_inputs(args))
+        except Exception:  # DecisionChanged; or the bent graph fails, which changes it too
+            return True
+        return False
 
     def entry_for(self, method: Method, inputs: dict[str, Any], keep: bool = True) -> Entry:
         """The graph that runs for bound ``inputs``, traced if none fits.
@@ -351,6 +393,7 @@ class MethodTable:
         entry = Entry(result, training, method.signature.names)
         entry.backend = backend.name
         entry.keys.add(entry.key(inputs))
+        entry.example = dict(inputs)
         if method.entries and self.strict:
             raise GuardError(self._describe_change(method, result, inputs))
         self.hooks.attach(method, entry)
@@ -411,19 +454,23 @@ class MethodTable:
         inputs = method.signature.bind(args, kwargs)
         training = self.module.training
         changed: tuple[Entry, DecisionChanged] | None = None
+        before: RandomState | None = None
         for entry in method.entries:
             if entry.training is training and entry.key(inputs) in entry.keys:
-                gm = entry.gm
-                assert gm is not None
-                folded = entry.folded
-                # Folded weights carry no gradient to the originals: only without autograd.
-                if folded is not None and not torch.is_grad_enabled() and folded.ready():
-                    gm = folded.gm
+                # A run that a decision stops half-way has drawn from the generators (seeded
+                # bendings, random ops): the graph that runs instead draws the same, so that a
+                # seed and an input give one output whatever was traced before.
+                if before is not None:
+                    before.restore()
+                elif entry.result.runtime_guards:
+                    before = RandomState(self.hooks.generators())
                 try:
                     # forward, not __call__: GraphModules carry no hooks, and this is the hot path.
-                    return gm.forward(*[inputs[n] for n in entry.input_names])
+                    return runnable(entry).forward(*[inputs[n] for n in entry.input_names])
                 except DecisionChanged as e:
                     changed = (entry, e)
+        if before is not None:
+            before.restore()
         return self._call_new_graph(method, inputs, changed)
 
     def _call_new_graph(
@@ -453,9 +500,8 @@ class MethodTable:
                 f"graph of {method.source} traced on inputs like these."
             )
         entry, _ = self._trace_entry(method, inputs)
-        assert entry.gm is not None
         try:
-            return entry.gm(*[inputs[n] for n in entry.input_names])
+            return runnable(entry).forward(*[inputs[n] for n in entry.input_names])
         except DecisionChanged as e:
             raise self.unstable(method, entry, e) from None
 
@@ -496,8 +542,10 @@ class MethodTable:
         derived = Method(label, signature, source=method.key)
         saved = Entry(result, entry.training, placeholders)
         saved.keys.add(saved.key(inputs))
+        saved.example = dict(inputs)
         derived.entries.append(saved)
         derived.current = saved
+        derived.example = dict(inputs)
         self.hooks.build(derived, saved)
         if name is not None:
             self._methods[name] = derived
@@ -522,6 +570,17 @@ class MethodTable:
         """Apply ``fn`` to the constants of every graph (a device or dtype move)."""
         for _, entry in self.entries():
             entry.result.constants = {k: fn(v) for k, v in entry.result.constants.items()}
+
+
+def runnable(entry: Entry) -> torch.fx.GraphModule:
+    """What a call runs for ``entry``: its folded twin without autograd when it has one that
+    is ready (folded weights carry no gradient to the originals), else its GraphModule; the
+    first call at new inputs as every later one, so that they give the same bits."""
+    folded = entry.folded
+    if folded is not None and not torch.is_grad_enabled() and folded.ready():
+        return folded.gm
+    assert entry.gm is not None
+    return entry.gm
 
 
 def _short(value: Any) -> str:

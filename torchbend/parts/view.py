@@ -81,6 +81,23 @@ class BendedView:
             )
         return self._table.entry_for(method, method.signature.bind((), inputs), keep=False)
 
+    def example(self, fn: str) -> dict[str, Any] | None:
+        """The inputs ``fn``'s current graph was last traced with (by name), or ``None``."""
+        method = self._table.get(fn)
+        return None if method is None else method.example
+
+    def running(self, fn: str, inputs: dict[str, Any]) -> tuple[Entry, Any]:
+        """The graph a call of ``fn`` on ``inputs`` (by name) runs now, decisions on tensor
+        values included, and its output without autograd; traced but not kept if none
+        fits, leaving the module as it was."""
+        method = self._table.get(fn)
+        if method is None or method.current is None:
+            raise TracingError(
+                f"method {fn!r} of {self.owner} is not traced (traced: "
+                f"{self.traced() or 'none'}); call bended.trace({fn!r}, ...) first"
+            )
+        return self._table.running(method, method.signature.bind((), inputs))
+
     @property
     def bendings(self) -> list[Bending]:
         return list(self._bendings)
