@@ -23,6 +23,7 @@ import torchbend as tb
 from tests.browser import needs_browser, open_page
 from torchbend.audio.render import STREAM_BLOCK, render, streams, trace_audio
 from torchbend.errors import SweepError
+from torchbend.safety import FILE_CEILING
 from torchbend.sweep import LocalPool, RayEngine
 
 from .sweeps import SOUNDS, audio_bytes, comparable, small_spec, write_spec
@@ -66,7 +67,8 @@ def test_any_row_renders_again_from_its_configuration_in_python(reference: Path)
     audio, rate = tb.audio.load(SOUNDS / Path(row["input"]).name, sample_rate=44100, mono=True)
     torch.set_num_threads(1)
     with torch.inference_mode():
-        out, _ = render(bended, audio, rate, "forward", STREAM_BLOCK)
+        files_stage = tb.audio.Safety(rate, ceiling=FILE_CEILING)  # a sweep's default
+        out, _ = render(bended, audio, rate, "forward", STREAM_BLOCK, safety=files_stage)
     again = out.clamp(-1, 1).numpy()[0]
     written, _ = soundfile.read(reference / row["audio"], dtype="float32")
     assert abs(again - written).max() <= 1 / 32768  # 16-bit file
@@ -366,3 +368,30 @@ def test_the_atlas_of_a_real_sweep_opens_in_a_browser_and_plays_its_renders(
         duration = page.evaluate("document.getElementById('player').duration")
         assert duration == pytest.approx(rows[5]["seconds"], abs=2e-3)
         assert opened.errors == []
+
+
+def test_renders_are_written_through_the_files_safety_stage_unless_asked_raw(
+    tmp_path: Path,
+) -> None:
+    """A gain that drives the model past full scale: by default the file is limited below
+    -0.3 dBFS (nothing clips, nothing is flagged) and the row says what came in; with
+    ``"safety": false`` the raw render clips and is flagged broken, so ``best`` leaves it out."""
+    spec = small_spec(
+        inputs=[str(SOUNDS / "drums.wav")],
+        base={
+            "bendings": [
+                {"callback": {"class": "Scale", "args": {"scale": 1}}, "patterns": ["decoder_2$"]}
+            ]
+        },
+        axes={"bendings.0.callback.args.scale": {"values": [1.0, 16.0]}},
+    )
+    limited = tb.sweep.run(spec, tmp_path / "limited", engine="local", workers=0)
+    raw = tb.sweep.run({**spec, "safety": False}, tmp_path / "raw", engine="local", workers=0)
+    loud_limited = [r for r in limited.rows if r["point"] == 1][0]
+    loud_raw = [r for r in raw.rows if r["point"] == 1][0]
+    data, _ = soundfile.read(tmp_path / "limited" / loud_limited["audio"], dtype="float32")
+    assert abs(data).max() < 10 ** (-0.2 / 20)  # below the ceiling, to 16-bit rounding
+    assert not loud_limited["broken"] and not loud_limited["flags"]["clipping"]
+    assert loud_limited["safety"]["peak_in_dbfs"] > 0 and loud_limited["safety"]["limited_s"] > 0
+    assert loud_raw["flags"]["clipping"] and loud_raw["safety"] is None
+    assert [r["point"] for r in tb.sweep.best(tmp_path / "raw", by="distance")] == [0]

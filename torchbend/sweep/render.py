@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 import os
 import time
 import traceback
@@ -25,6 +26,7 @@ from ..audio.render import STREAM_BLOCK, render, streams, trace_audio
 from ..bended import BendedModule
 from ..config import BendingConfig
 from ..models.resolve import load_model
+from ..safety import FILE_CEILING, Safety, SafetyStats
 from .measure import BROKEN, measure
 
 __all__ = ["Job", "Renderer", "Setup", "encode", "with_threads"]
@@ -103,12 +105,28 @@ def load_bended(
     return bended
 
 
-def run_audio(bended: BendedModule, setup: Setup, audio: torch.Tensor) -> torch.Tensor:
-    """``audio`` through the model as it is bent now, as the sweep renders (exact length)."""
+def run_audio(
+    bended: BendedModule, setup: Setup, audio: torch.Tensor
+) -> tuple[torch.Tensor, SafetyStats | None]:
+    """``audio`` through the model as it is bent now, as the sweep renders (exact length), and
+    what the safety stage did to it (``None`` when the sweep writes the model's raw output).
+    The stage is the files' one: a limiter within :data:`~torchbend.safety.FILE_CEILING`, so
+    that no written sample clips."""
+    stage = Safety(setup.sample_rate, ceiling=FILE_CEILING) if setup.safety else None
     out, _ = render(
-        bended, audio, setup.sample_rate, setup.method, setup.block_size, safety=setup.safety
+        bended, audio, setup.sample_rate, setup.method, setup.block_size, safety=stage or False
     )
-    return out
+    return out, (None if stage is None else stage.stats)
+
+
+def safety_row(stats: SafetyStats) -> dict[str, float | None]:
+    """What the safety stage did to a render, for its manifest row: the peak that came in (in
+    dBFS; ``None`` for silence) and how long the limiter turned it down (in seconds)."""
+    peak = 20 * math.log10(stats.peak) if 0 < stats.peak < math.inf else None
+    return {
+        "peak_in_dbfs": None if peak is None else round(peak, 2),
+        "limited_s": round(stats.limited_seconds, 4),
+    }
 
 
 def encode(audio: torch.Tensor, sample_rate: int, fmt: str) -> bytes:
@@ -155,7 +173,7 @@ class Renderer:
         try:  # from the unbent model: the previous job's bendings were reset after it
             self.bended.bend(BendingConfig.from_dict(job.config, source=f"render {job.id}"))
             with torch.inference_mode():
-                out = run_audio(self.bended, setup, audio)
+                out, limited = run_audio(self.bended, setup, audio)
         except Exception as e:  # the user's model or bending failed on this point: say so
             first = " ".join(str(e).split()) or traceback.format_exception_only(e)[-1].strip()
             row.update(
@@ -164,6 +182,7 @@ class Renderer:
                 flags={},
                 broken=True,
                 error=f"{type(e).__name__}: {first}",
+                safety=None,
                 timing={"render_s": round(time.perf_counter() - start, 4), "worker": self.worker},
             )
             return row, None
@@ -177,6 +196,7 @@ class Renderer:
             flags=flags,
             broken=any(flags[f] for f in BROKEN),
             error=None,
+            safety=None if limited is None else safety_row(limited),
             timing={
                 "render_s": round(rendered - start, 4),
                 "measure_s": round(time.perf_counter() - rendered, 4),

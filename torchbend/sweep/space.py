@@ -165,7 +165,7 @@ class Sweep:
         """Each input through the unbent model, as the workers render."""
         setup = self.setup([])
         with with_threads(self.spec.threads), torch.inference_mode():
-            return [run_audio(self.bended, setup, a).contiguous() for a in self.audio]
+            return [run_audio(self.bended, setup, a)[0].contiguous() for a in self.audio]
 
 
 def load(spec: str | Path | dict[str, Any] | SweepSpec) -> Sweep:

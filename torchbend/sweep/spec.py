@@ -57,7 +57,7 @@ _FIELDS = {
     "seed": "the seed of random sampling",
     "format": "wav or flac (16-bit)",
     "threads": "torch threads per worker (1 by default)",
-    "safety": "pass each render through the safety stage (false by default)",
+    "safety": "pass each render through the files' safety stage (true by default)",
 }
 _AXIS_KINDS = ("values", "range", "seeds", "targets")
 _AXIS_FIELDS = {
@@ -197,7 +197,7 @@ class SweepSpec:
     seed: int = 0
     format: str = "wav"
     threads: int = 1
-    safety: bool = False
+    safety: bool = True
     source: dict[str, Any] = field(default_factory=dict)
     """The specification as written."""
 
@@ -317,7 +317,7 @@ def read_spec(spec: str | Path | dict[str, Any], root: str | Path | None = None)
     threads = data.get("threads", 1)
     if not (_is_int(threads) and threads > 0):
         raise SweepError(f"{source}, threads: expected a positive integer, got {_show(threads)}")
-    safety = data.get("safety", False)
+    safety = data.get("safety", True)
     if not isinstance(safety, bool):
         raise SweepError(f"{source}, safety: expected true or false, got {_show(safety)}")
     base = _base(data.get("base"), source, root_path)
