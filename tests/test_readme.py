@@ -1,20 +1,20 @@
-"""The README's Python blocks run as written."""
+"""The README's blocks run as written: its Python and bash blocks in order, in one fresh folder
+(tests/test_docs.py says how; each Python block in a namespace of its own, as each stands
+alone)."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
-README = Path(__file__).parents[1] / "README.md"
+from tests.test_docs import ROOT, check_not_run, run_blocks
+
+README = ROOT / "README.md"
 
 
 @pytest.mark.slow
-def test_readme_python_blocks_run(capsys, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    assert blocks, "the README has no Python block"
-    for block in blocks:
-        exec(compile(block, str(README), "exec"), {"__name__": "__readme__"})
-    assert "conv_module" in capsys.readouterr().out
+def test_readme_blocks_run_in_order_in_a_fresh_folder(tmp_path):
+    run_blocks(README, tmp_path, session=False)
+
+
+def test_the_readme_blocks_not_run_are_marked_and_listed():
+    check_not_run([README])
