@@ -118,8 +118,12 @@ def test_set_derives_state_again_as_update_does(case, target, tmp_path):
     CASES[case](bended, tb.BendingParameter("c", first), target)
     exported = [torchscript(bended)]
     path = tmp_path / "derived.pt"
-    torchscript(bended, path)
-    exported.append(torch.jit.load(str(path)))
+    if case == ("Noise", "seed"):  # its generator, which a file cannot hold
+        with pytest.raises(ExportError, match=r"torch\.Generator"):
+            torchscript(bended, path)
+    else:
+        torchscript(bended, path)
+        exported.append(torch.jit.load(str(path)))
     seen = [outputs(bended, exported, x)]
     for value in values:
         bended.update("c", value)
@@ -160,29 +164,9 @@ def test_a_weight_bent_without_controls_is_saved_as_a_constant(make, tmp_path):
     assert not torch.equal(expected, unbent)
 
 
-def test_a_seeded_noise_on_a_weight_driven_by_a_control_is_saved(tmp_path):
-    # The README's live-controls example: a knob on the std of a seeded Noise on a weight. The
-    # weight draws again from its seed and name (generator_for) when the knob moves; the Noise
-    # holds no generator of its own, so its file saves and follows the knob as update does.
-    bended, x = bended_net()
-    std = tb.BendingParameter("std", 0.0, range=(0.0, 1.0))
-    bended.bend(tb.Noise(std=std, seed=0), WEIGHT)
-    outputs(bended, [], x)
-    path = tmp_path / "noise.pt"
-    exported = [torchscript(bended, path), torch.jit.load(str(path))]
-    seen = [outputs(bended, exported, x)]
-    for value in (0.5, 0.0, 0.8):
-        bended.update("std", value)
-        for module in exported:
-            assert module.set_std(value) == 0
-        seen.append(outputs(bended, exported, x))
-    assert not torch.equal(seen[1], seen[0]) and torch.equal(seen[2], seen[0])
-
-
 def test_a_seeded_noise_inside_a_shaped_bending_activations_is_not_saved(tmp_path):
-    bended, x = bended_net()
+    bended, _ = bended_net()
     bended.bend(tb.Noise(std=0.1, seed=3), ACTIVATION, blend=0.5)
-    bended(x)  # its generator has drawn: a file cannot hold where it stands
     with pytest.raises(ExportError, match=r"Noise\(.*torch\.Generator.*seed=None"):
         torchscript(bended, tmp_path / "noise.pt")
 

@@ -62,9 +62,6 @@ class Noise(Seeded):
     # import ``annotations`` from ``__future__``.
     dims: list[int] | None
     """The axes the noise varies along (``None``: every axis)."""
-    generator: torch.Generator | None
-    """The activations' generator, started from ``seed`` at their first call (``None``
-    before, and without a seed)."""
 
     std = Argument(float, low=0.0, neutral=0.0, meaning="a standard deviation", ramps=True)
 
@@ -87,23 +84,15 @@ class Noise(Seeded):
         self.redraw()
 
     def redraw(self) -> None:
-        # The activations' noise comes from one generator, started again from a new seed at
-        # their next call; a weight's noise is drawn when it is bent, from the seed and its
-        # name (Seeded.generator_for). So a Noise bending only weights never holds a
-        # generator, which torch.jit.save cannot write: its exported file saves.
-        self.generator = None
-
-    def _activation_generator(self) -> torch.Generator | None:
-        # Scriptable: ``seed`` is an int or None when scripted, never both, and TorchScript
-        # compiles the one branch its type takes.
+        # The activations' noise comes from one generator, started again from a new seed; a
+        # weight's noise is drawn when it is bent, from the seed and its name
+        # (Seeded.generator_for). Scriptable: ``seed`` is an int or None when scripted, never
+        # both, and TorchScript compiles the one branch its type takes.
         seed = self.seed
         if seed is None:
-            return None
-        generator = self.generator
-        if generator is None:
-            generator = torch.Generator().manual_seed(seed)
-            self.generator = generator
-        return generator
+            self.generator = None
+            return
+        self.generator = torch.Generator().manual_seed(seed)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -111,7 +100,7 @@ class Noise(Seeded):
         self.check_axes(name, shape, self.dims)
 
     def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        return self._add_noise(x, self._activation_generator(), self.along("std", x))
+        return self._add_noise(x, self.generator, self.along("std", x))
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
         return self._add_noise(weight, self.generator_for(name), self.std)
