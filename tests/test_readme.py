@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from tests.test_docs import ROOT, blocks, check_not_run, run_blocks
+from torchbend.errors import ExportError
 
 README = ROOT / "README.md"
 
@@ -21,13 +22,17 @@ def test_the_readme_blocks_not_run_are_marked_and_listed():
     check_not_run([README])
 
 
-def test_the_live_controls_example_exports_to_nntilde_and_its_knob_follows(tmp_path, monkeypatch):
-    # The knob drives a Scale on an activation and a seeded Noise on a weight: the nn~ file
-    # holds both, and its set_depth gives what update gives.
+def live_controls_block() -> str:
     (code,) = [b.code for b in blocks(README) if 'tb.export.nntilde(bended, "depth.ts")' in b.code]
+    return code
+
+
+def test_the_live_controls_example_exports_to_nntilde_and_its_knob_follows(tmp_path, monkeypatch):
+    # The knob drives a Scale on an activation and a seeded Offset on a weight: the nn~ file
+    # holds both, and its set_depth gives what update gives.
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__readme__"}
-    exec(compile(code, str(README), "exec"), namespace)
+    exec(compile(live_controls_block(), str(README), "exec"), namespace)
     bended, exported = namespace["bended"], torch.jit.load("depth.ts")
     assert exported.get_attributes() == ["depth"]
     x = torch.randn(1, 1, 256, generator=torch.Generator().manual_seed(0))
@@ -37,3 +42,16 @@ def test_the_live_controls_example_exports_to_nntilde_and_its_knob_follows(tmp_p
         with torch.no_grad():
             for _ in range(2):  # the ramp over the next block, then the value
                 assert torch.equal(exported(x), bended(x))
+
+
+def test_a_seeded_noise_on_the_knob_is_refused_for_files_as_the_readme_says(tmp_path, monkeypatch):
+    # The README's first version of the example: a seeded Noise on the weight. Its generator
+    # cannot be written to a file: refused with the way out; in memory it exports.
+    code = live_controls_block()
+    offset = "tb.Offset(0.5 * depth, seed=0)"
+    assert offset in code
+    code = code.replace(offset, "tb.Noise(std=0.5 * depth, seed=0)")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ExportError, match=r"Noise\(.*torch\.Generator.*seed=None.*in memory"):
+        exec(compile(code, str(README), "exec"), {"__name__": "__readme__"})
+    assert not (tmp_path / "depth.ts").exists()
