@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "assets" / "README.md"]
 
 RUN = ("python", "bash")
-"""The languages of the blocks that run; others (json, plain text) are data or output."""
+"""The languages of the blocks that run; the others (:data:`DATA`) are data or output."""
+DATA = ("json", "")
 
 NOT_RUN_MARK = re.compile(r"<!-- not run: (?P<reason>.+?) -->\s*\Z", re.S)
 
@@ -58,9 +59,6 @@ class Block:
     code: str
     not_run: str | None
     """The reason given by a ``<!-- not run: ... -->`` mark before it, if any."""
-
-    def __str__(self) -> str:
-        return f"{self.page}:{self.line} ({self.language})"
 
 
 def blocks(page: Path) -> list[Block]:
@@ -215,3 +213,10 @@ def test_every_page_gives_the_training_time_of_the_script_and_the_shipped_weight
         assert said and set(said) == {minutes}, f"{name} says training takes {said} minutes"
         assert re.search(r"\b(two|2) CPU threads", text), f"{name}: on how many threads?"
         assert not says_steps or f"{steps:,} steps" in text, f"{name}: {steps:,} steps"
+
+
+def test_every_block_runs_or_is_data():
+    # A block in another language (```sh, ```console) would be left out without a word.
+    for page in [ROOT / "README.md", *DOCS]:
+        languages = re.findall(r"^```(\w*)\n.*?^```[ \t]*$", page.read_text(), re.S | re.M)
+        assert set(languages) <= {*RUN, *DATA}, f"{page.name}: {set(languages)}"
