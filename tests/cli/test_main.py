@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 import torchbend as tb
+from torchbend.audio.live import import_sounddevice
 from torchbend.cli import build_parser, main
 
 pytestmark = pytest.mark.audio
@@ -85,6 +89,22 @@ def test_bad_arguments_are_one_line_errors(tmp_path, sound, capsys) -> None:
 def test_live_without_sounddevice_is_a_one_line_error(monkeypatch, capsys) -> None:
     monkeypatch.setitem(sys.modules, "sounddevice", None)
     one_line_error(capsys, ["live", "tiny_rave"], "torchbend[live]")
+
+
+def test_live_plays_on_a_machine_without_sound_card_nor_ci(tmp_path: Path) -> None:
+    """What the README's test command runs, as a new user runs it: CI unset, no ~/.asoundrc
+    (HOME is an empty folder), no sound card here; the tests play to ALSA's null device."""
+    try:
+        import_sounddevice()
+    except ImportError as e:
+        pytest.skip(str(e))
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env.update(HOME=str(tmp_path), PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    command = [sys.executable, "-m", "torchbend.cli", "live", "tiny_rave", "--duration", "0.1"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "blocks of 2048 samples" in done.stdout and "realtime" in done.stdout
+    assert not (tmp_path / ".asoundrc").exists()
 
 
 def test_every_argument_is_documented_with_its_default(capsys) -> None:
