@@ -77,6 +77,23 @@ def test_inspect_bend_export_check(tmp_path, capsys):
     assert "missing.wav" in capsys.readouterr().err
 
 
+def test_an_nntilde_export_streams_as_nn_tilde_runs_it(tmp_path, capsys):
+    """The file, run buffer by buffer from a fresh load as nn~ runs it, gives the offline
+    render of the bent model (no click at any buffer)."""
+    ts = tmp_path / "bent.ts"
+    bend = "Scale(0.5)@encoder_2$"
+    assert main(["export", "tiny_rave", "--bend", bend, "-o", str(ts)]) == 0
+    offline = tb.BendedModule(tb.models.load())
+    offline.trace(x=torch.zeros(1, 1, 4096))
+    offline.bend(*parse_bend(bend))
+    signal = torch.randn(1, 1, 3 * 4096, generator=torch.Generator().manual_seed(1)) * 0.1
+    for buffer in (256, 2048, 4096):
+        exported = torch.jit.load(str(ts))
+        with torch.no_grad():
+            blocks = torch.cat([exported(b) for b in signal.split(buffer, -1)], -1)
+            torch.testing.assert_close(blocks, offline(x=signal), atol=1e-6, rtol=0)
+
+
 def test_a_torchscript_file_bends_activations_and_weights_as_from_python(tmp_path, capsys):
     torch.manual_seed(0)
     path = tmp_path / "tiny_rave.ts"

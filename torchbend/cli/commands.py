@@ -114,6 +114,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             "export takes a Python model (a shipped name or module:factory), not a TorchScript "
             "file: bend a TorchScript file with `torchbend bend`, or from Python"
         )
+    if args.format == "nntilde":
+        streams(model.module)  # nn~ calls it buffer by buffer, its state carried over
     x = _example(args, model)
     trace_audio(model, args.fn, x)
     keys = _apply_bendings(model, args)
