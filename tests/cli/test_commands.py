@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -184,3 +189,24 @@ def test_marked_aliases_stand_for_their_targets_in_bend_flags(tmp_path, capsys):
     assert "--mark takes NAME=TARGET" in capsys.readouterr().err
     assert main([*common, str(tmp_path / "c.wav"), "--bend", "Scale(0.0)@#nope"]) == 2
     assert "no alias '#nope'" in capsys.readouterr().err
+
+
+def test_a_module_factory_next_to_the_users_script_is_found(tmp_path: Path) -> None:
+    """MODEL module:factory finds a module of the current folder, as ``python -m`` would,
+    from the installed ``torchbend`` script too (run here with -P: no folder prepended)."""
+    (tmp_path / "my_models.py").write_text(
+        "from torch import nn\n\n\ndef make():\n    return nn.Conv1d(1, 1, 3, padding=1)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    command = [sys.executable, "-P", "-m", "torchbend.cli", "inspect", "my_models:make"]
+    done = subprocess.run(
+        [*command, "--input", "1x1x64"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "weight" in done.stdout and "bias" in done.stdout
+
+
+def test_a_module_found_nowhere_names_where_it_was_looked_for(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TorchbendError, match=r"current folder .* PYTHONPATH"):
+        load_model("no_module_here_at_all:make")
