@@ -160,8 +160,8 @@ def test_version_and_listings(capsys) -> None:
 @pytest.mark.parametrize(
     ("argv", "needles"),
     [
-        (["live", "tiny_rave", "--duration", "-3"], ["--duration", "above 0", "'-3'"]),
-        (["live", "tiny_rave", "--duration", "nan"], ["--duration", "above 0"]),
+        (["live", "tiny_rave", "--duration", "-3"], ["--duration", "0 or more", "'-3'"]),
+        (["live", "tiny_rave", "--duration", "nan"], ["--duration", "0 or more"]),
         (
             ["live", "tiny_rave", "--duration", "0.1", "--osc-port", "-1"],
             ["--osc-port", "0 to 65535", "'-1'"],
