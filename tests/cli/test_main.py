@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import torchbend as tb
+from tests.sweep.sweeps import SOUNDS, small_spec, write_spec
 from torchbend.audio.live import import_sounddevice
 from torchbend.cli import build_parser, main
 
@@ -283,3 +284,12 @@ def test_no_progress_bar_goes_to_a_log(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert "\r" not in err and "#" not in err and "%" not in err, err
     assert "wrote" in err
+    one = small_spec(
+        inputs=[str(SOUNDS / "bass.wav")], axes={"bendings.0.callback.args.std": {"values": [0.1]}}
+    )
+    spec = write_spec(tmp_path / "sweep.json", one)
+    assert (
+        main(["sweep", "run", str(spec), "--out", str(tmp_path / "sweep"), "--workers", "0"]) == 0
+    )
+    err = capsys.readouterr().err
+    assert "renders/s" not in err and "\r" not in err, err
