@@ -55,7 +55,6 @@ def main() -> None:
         bended.trace("encode", x=x)
         bended.trace("decode", z=torch.zeros(1, model.latent_size, 32))
     bend(bended)
-    model.reset_cache()  # tracing ran the model: start the exported stream from silence
     path = args.out / "tiny_rave_bent.ts"
     report = tb.export.nntilde(bended, path, methods=methods, sample_rate=model.sample_rate)
     print(report)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Best effort: PortAudio and ALSA's null device, so the sound-card tests open a real stream.
+# Best effort: PortAudio, so the sound-card tests open a real stream (on ALSA's null device).
 # Without root or apt, the tests that need them are skipped with the reason.
 set -u
 if ! ldconfig -p 2>/dev/null | grep -q libportaudio; then
@@ -9,8 +9,6 @@ if ! ldconfig -p 2>/dev/null | grep -q libportaudio; then
       || echo "system_audio: could not install libportaudio2; sound-card tests will be skipped"
   fi
 fi
-# Only in CI (CI=true): a developer's own ALSA configuration is left alone.
-if [ -n "${CI:-}" ] && [ ! -e "$HOME/.asoundrc" ]; then
-  printf 'pcm.!default {\n    type null\n}\n' > "$HOME/.asoundrc"
-fi
+# ALSA's null device needs no set-up here: tests/conftest.py points the test process at
+# tests/alsa_null.conf (ALSA_CONFIG_PATH), leaving a developer's own configuration alone.
 exit 0

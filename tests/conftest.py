@@ -12,6 +12,7 @@ import contextlib
 import copy
 import dataclasses
 import math
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from math import sqrt
@@ -26,6 +27,11 @@ from torch import nn
 
 import torchbend as tb
 from torchbend.tracing import BendingTracer
+
+# The sound-card tests play to ALSA's null device, on a machine without a sound card too,
+# whatever CI or ~/.asoundrc say. Set before PortAudio starts (sounddevice is imported later,
+# inside the tests), and inherited by the commands the tests run as subprocesses.
+os.environ["ALSA_CONFIG_PATH"] = os.path.join(os.path.dirname(__file__), "alsa_null.conf")
 
 __all__ = [
     "ZOO",

@@ -149,7 +149,7 @@ def test_bad_configs(tmp_path):
         tb.BendingConfig.load(bad)
     good["bendings"][0]["callback"] = {"class": "Scale", "args": {"scael": 2.0}}
     bad.write_text(json.dumps(good))
-    with pytest.raises(tb.BendingError, match="does not take these arguments"):
+    with pytest.raises(tb.BendingError, match="Scale does not take the argument 'scael'; "):
         tb.BendingConfig.load(bad)
     good["bendings"][0]["callback"] = {"class": "os:system", "args": {}}
     bad.write_text(json.dumps(good))
@@ -385,7 +385,10 @@ GARBAGE = [
     ),
     ({**_config({"class": "Scale"}), "version": True}, r"has format version True"),
     ({**_config({"class": "Scale"}), "bendings": None}, r"bendings: expected a list of bendings"),
-    (_config({"class": "Scale", "args": {"scael": 2.0}}), r"does not take these arguments"),
+    (
+        _config({"class": "Scale", "args": {"scael": 2.0}}),
+        r"Scale does not take the argument 'scael'; it takes scale; did you mean 'scale'\?$",
+    ),
     (_config({"class": "Ablate", "args": {"channels": "ab"}}), r"^bends.json, bending 0: "),
     (_config({"class": "Chain"}), r"^bends.json, bending 0, callback: .*args"),
     *[

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import warnings
 from collections.abc import Iterable, Iterator
@@ -14,7 +15,7 @@ from .callbacks.base import BendingCallback, Chain
 from .callbacks.shaping import Guard, Subset, Window
 from .config_schema import FORMAT, VERSION
 from .controls import BendingParameter, ControlView, Widget, control_of, is_control
-from .errors import BendingError
+from .errors import BendingError, did_you_mean
 
 __all__ = ["FORMAT", "VERSION", "BendingConfig", "ConfigItem"]
 
@@ -368,10 +369,25 @@ def _callback_from_dict(
     except BendingError as e:
         raise BendingError(f"{where}: {e}") from None
     except TypeError as e:
-        raise BendingError(
-            f"{where}: {name} does not take these arguments {sorted(args)}: {e}"
-        ) from None
+        raise BendingError(f"{where}: {_wrong_arguments(cls, name, args, e)}") from None
     except Exception as e:  # a callback of a loaded file may raise anything: name where
         raise BendingError(
             f"{where}: {name}({', '.join(sorted(args))}) failed: {type(e).__name__}: {e}"
         ) from e
+
+
+def _wrong_arguments(cls: type, name: str, args: dict[str, Any], error: TypeError) -> str:
+    """What is wrong with the arguments a callback refused: those it does not take (and what
+    it takes), else what Python said (a required argument left out)."""
+    parameters = list(inspect.signature(cls).parameters.values())
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return f"{name}({', '.join(sorted(args))}) failed: {error}"
+    takes = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = [a for a in sorted(args) if a not in takes]
+    if not unknown:
+        return f"{name}({', '.join(sorted(args))}) failed: {error}"
+    named = ", ".join(map(repr, unknown))
+    return (
+        f"{name} does not take the argument{'s' if len(unknown) > 1 else ''} {named}; it "
+        f"takes {', '.join(takes) or 'none'}{did_you_mean(unknown[0], takes)}"
+    )

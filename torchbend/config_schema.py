@@ -34,7 +34,7 @@ SCHEMA: dict[str, Any] = {
     "title": "torchbend bending configuration",
     "description": "a torchbend bending configuration",
     "type": "object",
-    "required": ["format", "version", "bendings"],
+    "required": ["bendings"],
     "properties": {
         "format": {"const": FORMAT, "description": repr(FORMAT)},
         "version": {"const": VERSION, "description": f"version {VERSION}"},
@@ -327,11 +327,19 @@ def check(data: Any, source: str) -> None:
     expected: ``"bends.json, bending 2, callback.args: expected an object of arguments by
     name, got [2.0]"``.
     """
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if not isinstance(data, dict):
         raise BendingError(
-            f"{source} is not a torchbend bending configuration (no format: {FORMAT!r})"
+            f"{source} is not a torchbend bending configuration: expected an object with "
+            f"'bendings', got {_show(data)}"
         )
-    version = data.get("version")
+    # "format" and "version" may be left out (as the studio and sweeps take configurations
+    # written by hand): they are checked when given.
+    if data.get("format", FORMAT) != FORMAT:
+        raise BendingError(
+            f"{source} is not a torchbend bending configuration (format "
+            f"{_show(data['format'])}, expected {FORMAT!r})"
+        )
+    version = data.get("version", VERSION)
     if type(version) is not int or version != VERSION:
         raise BendingError(
             f"{source} has format version {_show(version)}; this torchbend reads version {VERSION}"

@@ -258,8 +258,8 @@ def test_stats_of_a_stream_without_safety_do_not_mention_it() -> None:
 
 
 NULL_DEVICE_HELP = (
-    "no PortAudio device can be opened here; CI: apt-get install -y libportaudio2 and "
-    "printf 'pcm.!default {\\n    type null\\n}\\n' > ~/.asoundrc (ALSA's null device)"
+    "no PortAudio device can be opened here: apt-get install -y libportaudio2 (the tests "
+    "play to ALSA's null device, tests/alsa_null.conf)"
 )
 
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -75,6 +80,23 @@ def test_inspect_bend_export_check(tmp_path, capsys):
     assert "forward" in capsys.readouterr().out
     assert main(["bend", "tiny_rave", str(tmp_path / "missing.wav"), str(tmp_path / "o.wav")]) == 2
     assert "missing.wav" in capsys.readouterr().err
+
+
+def test_an_nntilde_export_streams_as_nn_tilde_runs_it(tmp_path, capsys):
+    """The file, run buffer by buffer from a fresh load as nn~ runs it, gives the offline
+    render of the bent model (no click at any buffer)."""
+    ts = tmp_path / "bent.ts"
+    bend = "Scale(0.5)@encoder_2$"
+    assert main(["export", "tiny_rave", "--bend", bend, "-o", str(ts)]) == 0
+    offline = tb.BendedModule(tb.models.load())
+    offline.trace(x=torch.zeros(1, 1, 4096))
+    offline.bend(*parse_bend(bend))
+    signal = torch.randn(1, 1, 3 * 4096, generator=torch.Generator().manual_seed(1)) * 0.1
+    for buffer in (256, 2048, 4096):
+        exported = torch.jit.load(str(ts))
+        with torch.no_grad():
+            blocks = torch.cat([exported(b) for b in signal.split(buffer, -1)], -1)
+            torch.testing.assert_close(blocks, offline(x=signal), atol=1e-6, rtol=0)
 
 
 def test_a_torchscript_file_bends_activations_and_weights_as_from_python(tmp_path, capsys):
@@ -289,3 +311,24 @@ def test_bend_refuses_an_implausible_sample_rate_in_one_line(tmp_path, capsys):
     assert err.count("\n") == 1
     assert "says its sample rate is 1 Hz; torchbend takes 1000 to 768000 Hz" in err
     assert not (tmp_path / "o.wav").exists()
+
+
+def test_a_module_factory_next_to_the_users_script_is_found(tmp_path: Path) -> None:
+    """MODEL module:factory finds a module of the current folder, as ``python -m`` would,
+    from the installed ``torchbend`` script too (run here with -P: no folder prepended)."""
+    (tmp_path / "my_models.py").write_text(
+        "from torch import nn\n\n\ndef make():\n    return nn.Conv1d(1, 1, 3, padding=1)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    command = [sys.executable, "-P", "-m", "torchbend.cli", "inspect", "my_models:make"]
+    done = subprocess.run(
+        [*command, "--input", "1x1x64"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "weight" in done.stdout and "bias" in done.stdout
+
+
+def test_a_module_found_nowhere_names_where_it_was_looked_for(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TorchbendError, match=r"current folder .* PYTHONPATH"):
+        load_model("no_module_here_at_all:make")

@@ -86,6 +86,12 @@ class FakeDevices:
     def query_devices(self, device: Any = None, kind: str = "output") -> dict[str, str]:
         return {"name": f"fake {kind}"}
 
+    def check_input_settings(self, **settings: Any) -> None:
+        pass
+
+    def check_output_settings(self, **settings: Any) -> None:
+        pass
+
 
 @pytest.mark.parametrize(("flags", "safety"), [([], True), (["--no-safety"], False)])
 def test_live_plays_safe_unless_told_not_to(monkeypatch, capsys, flags, safety) -> None:

@@ -412,3 +412,25 @@ def test_the_smallest_buffer_is_the_largest_ratio_of_the_methods(tmp_path):
     with pytest.raises(ExportError, match=r"'forward'.*shape \[1, 1, 1\] \(buffer 1\)"):
         nntilde(bended, tmp_path / "alone.ts")
     assert nntilde(bended, tmp_path / "alone.ts", min_buffer_size=4).methods[0].buffer_sizes[0] == 4
+
+
+def test_a_model_that_can_stream_exported_offline_is_refused(tmp_path):
+    """nn~ runs the file buffer by buffer: a model with set_streaming traced offline would
+    click at every buffer."""
+    x = torch.randn(1, 1, 2048, generator=torch.Generator().manual_seed(0)) * 0.1
+    offline = tb.BendedModule(tb.models.load())
+    offline.trace(x=x)
+    with pytest.raises(ExportError, match=r"keeps no state .*set_streaming\(True\) before"):
+        nntilde(offline, tmp_path / "offline.ts")
+    assert not (tmp_path / "offline.ts").exists()
+    model = tb.models.load().set_streaming(True)
+    streaming = tb.BendedModule(model)
+    streaming.trace(x=x)
+    with torch.no_grad():  # state left in the caches, which the file must not start from
+        streaming(x=x)
+    nntilde(streaming, tmp_path / "streaming.ts")
+    exported = torch.jit.load(str(tmp_path / "streaming.ts"))
+    signal = torch.randn(1, 1, 8192, generator=torch.Generator().manual_seed(1)) * 0.1
+    with torch.no_grad():
+        blocks = torch.cat([exported(b) for b in signal.split(512, -1)], -1)
+        torch.testing.assert_close(blocks, tb.models.load()(signal), atol=1e-6, rtol=0)

@@ -387,8 +387,8 @@ def test_renders_are_written_through_the_files_safety_stage_unless_asked_raw(
     )
     limited = tb.sweep.run(spec, tmp_path / "limited", engine="local", workers=0)
     raw = tb.sweep.run({**spec, "safety": False}, tmp_path / "raw", engine="local", workers=0)
-    loud_limited = [r for r in limited.rows if r["point"] == 1][0]
-    loud_raw = [r for r in raw.rows if r["point"] == 1][0]
+    loud_limited = next(r for r in limited.rows if r["point"] == 1)
+    loud_raw = next(r for r in raw.rows if r["point"] == 1)
     data, _ = soundfile.read(tmp_path / "limited" / loud_limited["audio"], dtype="float32")
     assert abs(data).max() < 10 ** (-0.2 / 20)  # below the ceiling, to 16-bit rounding
     assert not loud_limited["broken"] and not loud_limited["flags"]["clipping"]

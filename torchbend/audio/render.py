@@ -63,9 +63,10 @@ def trace_audio(bended: BendedModule, fn: str, x: torch.Tensor) -> Any:
         owner, ratio, length = type(bended.module).__name__, ratio_of(bended.module), x.shape[-1]
         if length % ratio:
             below, above = length // ratio * ratio, (length // ratio + 1) * ratio
+            nearest = f"{below} or {above}" if below else str(above)
             raise TorchbendError(
                 f"{owner}.{fn} takes a length that is a multiple of its ratio {ratio}, got "
-                f"an input of shape {list(x.shape)}; give {below or above} or {above}"
+                f"an input of shape {list(x.shape)}; give {nearest}"
             ) from e
         if isinstance(e, TorchbendError):
             raise

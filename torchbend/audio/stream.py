@@ -18,7 +18,14 @@ from ..bended import BendedModule
 from ..errors import AudioError
 from ..safety import Safety, SafetyStats, safety_stage
 
-__all__ = ["MAX_BLOCK_SIZE", "MIN_BLOCK_SIZE", "Stream", "StreamStats", "reset_cache"]
+__all__ = [
+    "MAX_BLOCK_SIZE",
+    "MIN_BLOCK_SIZE",
+    "Stream",
+    "StreamStats",
+    "check_block_size",
+    "reset_cache",
+]
 
 MIN_BLOCK_SIZE = 64
 """Smallest block size a :class:`Stream` takes, in samples."""
@@ -169,7 +176,7 @@ class Stream:
                 raise AudioError(f"{label} must be a positive int, got {value!r}")
         if channels is not None and (not isinstance(channels, int) or channels < 1):
             raise AudioError(f"channels must be a positive int or None, got {channels!r}")
-        _check_block_size(block_size, ratio)
+        check_block_size(block_size, ratio)
         self.model = model
         self.method = method
         self.block_size = block_size
@@ -368,7 +375,9 @@ def _int_attribute(module: nn.Module, name: str, default: int | None) -> int | N
     return value
 
 
-def _check_block_size(block_size: int, ratio: int) -> None:
+def check_block_size(block_size: int, ratio: int) -> None:
+    """Raise :class:`AudioError` unless ``block_size`` is a whole number of samples from
+    :data:`MIN_BLOCK_SIZE` to :data:`MAX_BLOCK_SIZE` and a multiple of ``ratio``."""
     if isinstance(block_size, bool) or not isinstance(block_size, int):
         raise AudioError(f"block_size must be an int, got {block_size!r}")
     if not MIN_BLOCK_SIZE <= block_size <= MAX_BLOCK_SIZE:

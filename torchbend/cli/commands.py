@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from ..audio.render import STREAM_BLOCK, padded, ratio_of, render, streams, trace_audio
+from ..audio.stream import check_block_size
 from ..bended import BendedModule
 from ..config import BendingConfig
 from ..errors import TorchbendError
@@ -25,7 +26,13 @@ __all__ = [
     "cmd_inspect",
     "cmd_live",
     "cmd_models",
+    "shows_progress",
 ]
+
+
+def shows_progress(args: argparse.Namespace) -> bool:
+    """A progress bar is drawn on a terminal, unless --quiet: never into a log file."""
+    return not args.quiet and sys.stderr.isatty()
 
 
 def _bended(args: argparse.Namespace) -> BendedModule:
@@ -66,8 +73,8 @@ def _example(args: argparse.Namespace, bended: BendedModule) -> torch.Tensor:
 def cmd_inspect(args: argparse.Namespace) -> int:
     model = _bended(args)
     x = _example(args, model)
-    model.print_weights()
     trace_audio(model, args.fn, x)
+    model.print_weights()
     print()
     model.print_activations(args.fn)
     return 0
@@ -104,21 +111,23 @@ def cmd_bend(args: argparse.Namespace) -> int:
     # A model that streams runs by blocks with its state carried over; any other in one pass
     # (or by the blocks asked for).
     block = args.block_size
-    if block is None and streams(model.module):
+    if streams(model.module) and block is None:
         block = STREAM_BLOCK
+    if block is not None:
+        check_block_size(block, ratio_of(model.module))
     x = torch.zeros(1, 1, block) if block is not None else padded(audio[:1], ratio_of(model.module))
     trace_audio(model, args.fn, x)
     keys = _apply_bendings(model, args)
     print(f"bent {len(keys)} target(s): {keys}", file=sys.stderr)
 
     def progress(i: int, count: int) -> None:
-        if not args.quiet:
-            bar = "#" * int(30 * i / count)
-            print(f"\r[{bar:<30}] {i / count:4.0%}", end="", file=sys.stderr, flush=True)
+        bar = "#" * int(30 * i / count)
+        print(f"\r[{bar:<30}] {i / count:4.0%}", end="", file=sys.stderr, flush=True)
 
     safety = Safety(sr, ceiling=FILE_CEILING) if args.safety else False
-    out, how = render(model, audio, sr, args.fn, block, progress, safety=safety)
-    if not args.quiet and block is not None:
+    shown = shows_progress(args)
+    out, how = render(model, audio, sr, args.fn, block, progress if shown else None, safety=safety)
+    if shown and block is not None:
         print(f"\r[{'#' * 30}] 100%", file=sys.stderr)
     save(out_path, out, sr)
     peak = float(out.abs().max())
@@ -136,6 +145,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             "export takes a Python model (a shipped name or module:factory), not a TorchScript "
             "file: bend a TorchScript file with `torchbend bend`, or from Python"
         )
+    if args.format == "nntilde":
+        streams(model.module)  # nn~ calls it buffer by buffer, its state carried over
     x = _example(args, model)
     trace_audio(model, args.fn, x)
     keys = _apply_bendings(model, args)
@@ -167,14 +178,17 @@ def cmd_live(args: argparse.Namespace) -> int:
     from ..audio.live import import_sounddevice, live
 
     sd = import_sounddevice()
+    devices = {
+        "input": _device_name(sd, "input", args.input_device, args.sample_rate),
+        "output": _device_name(sd, "output", args.output_device, args.sample_rate),
+    }
+    if args.osc_port:
+        _check_port(args.osc_port)
     model = _bended(args)
     streams(model.module)
+    check_block_size(args.block_size, ratio_of(model.module))
     trace_audio(model, args.fn, torch.zeros(1, 1, args.block_size))
     keys = _apply_bendings(model, args)
-    devices = {
-        kind: sd.query_devices(device, kind=kind)["name"]
-        for kind, device in (("input", args.input_device), ("output", args.output_device))
-    }
     controls = model.controllables
     print(
         f"torchbend live: {args.model}.{args.fn}, blocks of {args.block_size} samples at "
@@ -205,6 +219,40 @@ def cmd_live(args: argparse.Namespace) -> int:
     )
     print(stats)
     return 0
+
+
+def _device_name(sd: Any, kind: str, device: int | str | None, sample_rate: int) -> str:
+    """The name of the sound card ``device`` (``None``: the default), which must take one
+    channel of float32 at ``sample_rate``; else an error listing the devices there are."""
+    check = sd.check_input_settings if kind == "input" else sd.check_output_settings
+    try:
+        check(device=device, channels=1, dtype="float32", samplerate=sample_rate)
+        return str(sd.query_devices(device, kind=kind)["name"])
+    except Exception as e:  # sounddevice's PortAudioError, or ValueError for a name
+        try:
+            found = [f"{d['index']} {d['name']!r}" for d in sd.query_devices()]
+        except Exception:
+            found = []
+        there = f"devices: {', '.join(found)}" if found else "no sound card was found here"
+        which = "the default" if device is None else repr(device)
+        raise TorchbendError(
+            f"cannot open {which} {kind} device at {sample_rate} Hz ({e}); {there} "
+            f"(choose one with --{kind}-device)"
+        ) from None
+
+
+def _check_port(port: int) -> None:
+    """Fail before anything is loaded if the OSC server could not listen on ``port``."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as e:
+            raise TorchbendError(
+                f"--osc-port {port}: cannot listen on 127.0.0.1:{port} ({e.strerror}); give "
+                "another port, or 0 for any free one"
+            ) from None
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from ..audio.stream import MAX_BLOCK_SIZE, MIN_BLOCK_SIZE
 from ..errors import TorchbendError
+from ..export.nntilde import MAX_SAMPLE_RATE, MIN_SAMPLE_RATE
 from .commands import (
     cmd_bend,
     cmd_callbacks,
@@ -66,6 +69,39 @@ def _channels(text: str) -> str:
     raise argparse.ArgumentTypeError(
         f"expected 'mix', 'all' or a channel's index (0 is the left), got {text!r}"
     )
+
+
+def _whole(low: int, high: int, what: str) -> Callable[[str], int]:
+    """An argument type: a whole number from ``low`` to ``high``, checked as it is parsed,
+    before any work starts."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"expected {what}, a whole number from {low} to {high}, got {text!r}"
+            )
+        return value
+
+    return parse
+
+
+_block_size = _whole(MIN_BLOCK_SIZE, MAX_BLOCK_SIZE, "samples per block")
+_sample_rate = _whole(MIN_SAMPLE_RATE, MAX_SAMPLE_RATE, "a sample rate in Hz")
+_port = _whole(0, 65535, "a UDP port (0: any free one)")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, 0 or more, got {text!r}")
+    return value
 
 
 def _device(text: str) -> int | str:
@@ -167,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     bend_args(p)
     p.add_argument(
         "--block-size",
-        type=int,
+        type=_block_size,
         default=None,
         help="samples per block; by default a model that streams (set_streaming, or a "
         "TorchScript file) runs by blocks of 8192 with its state carried over, and any "
@@ -206,16 +242,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("live", "play a bended model on the sound card (needs torchbend[live])")
     model_args(p)
     bend_args(p)
-    p.add_argument("--osc-port", type=int, help="UDP port of an OSC server for the controls")
-    p.add_argument("--block-size", type=int, default=2048, help="samples per block")
-    p.add_argument("--sample-rate", type=int, default=44100, help="in Hz")
+    p.add_argument("--osc-port", type=_port, help="UDP port of an OSC server for the controls")
+    p.add_argument("--block-size", type=_block_size, default=2048, help="samples per block")
+    p.add_argument("--sample-rate", type=_sample_rate, default=44100, help="in Hz")
     p.add_argument(
         "--input-device", type=_device, help="sound card input (name or index; the default)"
     )
     p.add_argument(
         "--output-device", type=_device, help="sound card output (name or index; the default)"
     )
-    p.add_argument("--duration", type=float, help="seconds to play; until Ctrl-C without it")
+    p.add_argument("--duration", type=_seconds, help="seconds to play; until Ctrl-C without it")
     p.add_argument(
         "--no-safety",
         action="store_true",
@@ -241,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fn", default="forward", help="the method to render (audio in, audio out)")
     p.add_argument(
         "--block-size",
-        type=_positive,
+        type=_block_size,
         default=None,
         help="samples per block; by default 8192 for a model that streams, one pass otherwise",
     )

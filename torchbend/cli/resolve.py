@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import math
 from pathlib import Path
 
 from ..callbacks.base import BendingCallback
@@ -45,8 +46,14 @@ def parse_bend(spec: str) -> tuple[BendingCallback, str]:
         raise TorchbendError(f"--bend {spec!r}: {e}") from None
 
 
+MAX_INPUT_VALUES = 2**24
+"""The most values an example input (``--input``) may hold: 64 MiB of float32, six minutes
+of mono audio at 44.1 kHz; tracing allocates several times as much in activations."""
+
+
 def parse_shape(text: str) -> tuple[int, ...]:
-    """An input shape as the command takes it (``1x1x4096``): positive sizes joined by x."""
+    """An input shape as the command takes it (``1x1x4096``): positive sizes joined by x,
+    :data:`MAX_INPUT_VALUES` values at most."""
     try:
         shape = tuple(int(s) for s in text.lower().split("x"))
     except ValueError:
@@ -55,6 +62,11 @@ def parse_shape(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(
             f"expected positive sizes joined by 'x', such as 1x1x4096 ([batch, channels, "
             f"time]), got {text!r}"
+        )
+    if math.prod(shape) > MAX_INPUT_VALUES:
+        raise argparse.ArgumentTypeError(
+            f"expected {MAX_INPUT_VALUES} values at most (64 MiB of float32; the example "
+            f"input need not be long), got {text!r}: {math.prod(shape)} values"
         )
     return shape
 

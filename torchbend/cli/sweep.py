@@ -9,6 +9,7 @@ import sys
 from ..sweep import SweepStopped, best, describe_config, plan, run
 from ..sweep import map as sweep_map
 from ..sweep.engines import ENGINES
+from .commands import shows_progress
 
 __all__ = ["ENGINES", "cmd_sweep_best", "cmd_sweep_map", "cmd_sweep_plan", "cmd_sweep_run"]
 
@@ -30,7 +31,7 @@ def cmd_sweep_run(args: argparse.Namespace) -> int:
             engine=args.engine,
             workers=args.workers,
             address=args.address,
-            progress=not args.quiet,
+            progress=shows_progress(args),
         )
     except SweepStopped as e:
         print(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ __all__ = [
     "check_method",
     "check_nntilde",
     "check_params",
+    "check_streams",
     "error_summary",
 ]
 
@@ -188,6 +190,40 @@ def check_nntilde(path: str | Path) -> NNTildeReport:
             raise ExportError(f"{path}: set_{name}{value} returned {status}, expected 0")
     rate = int(module.get_sample_rate()) if hasattr(module, "get_sample_rate") else None
     return NNTildeReport(str(path), tuple(methods), tuple(attributes), rate)
+
+
+def check_streams(path: str | Path, params: Mapping[str, Sequence[int]], least: int) -> None:
+    """Check that the file at ``path`` carries state from one buffer to the next, as a model
+    that streams must (nn~ calls it buffer by buffer: without its state, each buffer starts
+    from silence and the output clicks at every buffer).
+
+    Each method of ``params`` is run on two fresh loads of the file, on a buffer of
+    ``least`` samples or more, then on one same buffer: a method whose second output does
+    not depend on its first input keeps no state. The file passes if one method does.
+    Random draws start from the same seed on both loads (the caller's generator is kept).
+
+    Raises:
+        ExportError: no method carries state, naming the fix.
+    """
+    for method, (in_channels, in_ratio, _, _) in params.items():
+        length = max(least, 256) // in_ratio
+        generator = torch.Generator().manual_seed(0)
+        firsts = [torch.randn(1, in_channels, length, generator=generator) for _ in range(2)]
+        second = torch.randn(1, in_channels, length, generator=generator)
+        outputs = []
+        for first in firsts:
+            file = torch.jit.load(str(path))
+            with torch.random.fork_rng(devices=[]), torch.no_grad():
+                torch.manual_seed(0)
+                getattr(file, method)(first)
+                outputs.append(getattr(file, method)(second))
+        if not torch.equal(*outputs):
+            return
+    raise ExportError(
+        f"{path}: the model has set_streaming, and the file keeps no state from one buffer "
+        f"to the next (methods {list(params)}): nn~ would play it with a click at every "
+        "buffer. Call model.set_streaming(True) before tb.BendedModule(model) and tracing"
+    )
 
 
 def error_summary(e: BaseException) -> str:

@@ -27,6 +27,7 @@ from .check import (
     buffer_sizes,
     check_nntilde,
     check_params,
+    check_streams,
     is_power_of_two,
 )
 from .plan import ExportPlan
@@ -83,6 +84,13 @@ def nntilde(
     ``[B, C_in, T]`` and an output ``[B, C_out, T / r]`` give out_ratio ``r`` (and an output
     ``[B, C_out, T * r]`` gives in_ratio ``r``). The written file is then run as nn~ runs it
     (:func:`~torchbend.export.check_nntilde`); a file that fails is deleted.
+
+    nn~ calls the file buffer by buffer, so a model that can stream (it has
+    ``set_streaming``) must be exported streaming: the file starts from silence (the model's
+    ``reset_cache()`` on the exported copy) and must carry its state from one buffer to the
+    next (:func:`~torchbend.export.check.check_streams`), or the export fails saying to call
+    ``set_streaming(True)`` before tracing. A plain module given ``params`` is put in
+    streaming mode before it is traced here, as ``torchbend export`` does.
 
     With ``safety``, each method whose output is audio (``out_ratio`` 1: ``forward``,
     ``decode``) ends with the safety stage of live play (:class:`~torchbend.audio.Safety`,
@@ -198,7 +206,14 @@ def nntilde(
     container.register_buffer("min_buffer_size", torch.tensor([least]))
     extra = contract_source(plan.methods, list(plan.controls))
     scripted = script(plan, container, getters="tuple", extra=extra)
-    return _save_checked(scripted, Path(path))
+    report = _save_checked(scripted, Path(path))
+    if callable(getattr(module.module, "set_streaming", None)):
+        try:
+            check_streams(path, method_params, least)
+        except ExportError:
+            Path(path).unlink(missing_ok=True)
+            raise
+    return report
 
 
 def _least_buffer(model: Any, given: int | None, method_params: Iterable[Sequence[int]]) -> int:
@@ -319,6 +334,10 @@ def _bended(module: Any, methods: Sequence[str], params: Mapping[str, Any] | Non
             "know: wrap it (bended = tb.BendedModule(model)) and trace each method on an "
             f"example [batch, channels, time] input, or pass params={{{example}}}"
         )
+    # nn~ runs the file buffer by buffer: a model that can stream is traced streaming.
+    set_streaming = getattr(module, "set_streaming", None)
+    if callable(set_streaming):
+        set_streaming(True)
     bended = BendedModule(module)
     generator = torch.Generator().manual_seed(0)
     for method in names:

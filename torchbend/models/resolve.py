@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import torch
 from torch import nn
@@ -42,12 +45,39 @@ def load_model(spec: str, checkpoint: str | None = None, option: str = "--checkp
         raise TorchbendError(f"{e}; MODEL is {MODEL_FORMS}") from None
 
 
+def _import(name: str) -> ModuleType:
+    """Import module ``name`` as ``python -m`` finds it: installed, or in the current folder.
+
+    The current folder is appended to ``sys.path`` (so that a file there never shadows an
+    installed module) only when ``name`` is found nowhere else, and stays there for what the
+    module imports later and for the processes a sweep starts.
+    """
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        here = os.getcwd()
+        if e.name != name.partition(".")[0] or here in sys.path:
+            raise
+        sys.path.append(here)
+        importlib.invalidate_caches()
+        return importlib.import_module(name)
+
+
 def _from_factory(spec: str, checkpoint: str | None, option: str) -> nn.Module:
     module_name, _, attr = spec.partition(":")
     try:
-        factory = getattr(importlib.import_module(module_name), attr)
+        factory = getattr(_import(module_name), attr)
     except (ImportError, AttributeError, ValueError) as e:
-        raise TorchbendError(f"cannot import {spec!r} ({e}); MODEL is {MODEL_FORMS}") from None
+        where = ""
+        if isinstance(e, ModuleNotFoundError):
+            where = (
+                f"; modules are looked for among installed packages and in the current folder "
+                f"{os.getcwd()!r}: run from the folder that holds it, or add that folder to "
+                "PYTHONPATH"
+            )
+        raise TorchbendError(
+            f"cannot import {spec!r} ({e}){where}; MODEL is {MODEL_FORMS}"
+        ) from None
     if isinstance(factory, nn.Module):
         model = factory
     elif callable(factory):
