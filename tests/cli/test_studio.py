@@ -17,6 +17,7 @@ import torch
 import torchbend as tb
 from tests.studio.client import Client, decode_wav
 from torchbend.audio.render import render
+from torchbend.safety import FILE_CEILING
 
 pytestmark = pytest.mark.audio
 
@@ -62,7 +63,10 @@ def test_the_command_serves_what_python_gives(tmp_path: Path) -> None:
     assert nodes == [n.name for n in bended.graph().nodes]
     bended.bend(tb.BendingConfig.load(tmp_path / "start.json"))
     sound, _ = tb.audio.load(ROOT / "assets" / "sounds" / "bass.wav", sample_rate=44100, mono=True)
-    python, _ = render(bended, sound[:, : int(1.1 * 44100)], 44100, "forward", 8192)
+    files_stage = tb.audio.Safety(44100, ceiling=FILE_CEILING)  # the studio's default
+    python, _ = render(
+        bended, sound[:, : int(1.1 * 44100)], 44100, "forward", 8192, safety=files_stage
+    )
     assert torch.allclose(heard, python.clamp(-1, 1), atol=1 / 32767)
     assert (tmp_path / "session" / "renders").is_dir()
 

@@ -236,7 +236,12 @@ def test_bad_input_is_shown_on_the_page_and_changes_nothing(page: Any, studio: S
     p.click("#attach")
     p.wait_for_selector("#bendings li[data-callback='Scale']")
     p.click("#render")
-    p.wait_for_selector("#render-flags:has-text('clipping')")  # what measures flag is shown
+    p.wait_for_selector("#render-safety:has-text('limited')")  # what the file's stage did
+    assert "clipping" not in (p.get_attribute("#render-info", "data-flags") or "")
+    studio.safety = False  # the model's raw output: what the measures flag is shown
+    p.click("#render")
+    p.wait_for_selector("#render-flags:has-text('clipping')")
+    assert p.query_selector("#render-safety") is None
 
 
 def test_an_empty_number_field_is_refused_on_the_page(page: Any, studio: Studio) -> None:

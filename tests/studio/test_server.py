@@ -17,6 +17,7 @@ from tests.studio.client import Client, decode_wav, served, tiny_studio
 from torchbend.audio.render import render
 from torchbend.audio.stream import Stream
 from torchbend.errors import StudioError
+from torchbend.safety import FILE_CEILING
 from torchbend.selection import filter_names
 from torchbend.studio import Limits, Studio, StudioServer
 from torchbend.studio.describe import FORM_CALLBACKS
@@ -450,8 +451,10 @@ def test_render_gives_the_three_files_and_python_gives_the_same_bent_audio(
     bended.trace(x=torch.zeros(1, 1, 8192))
     bended.bend(tb.BendingConfig.load(studio.output / "configs" / "masked.json"))
     audio = studio.library.get("drums").audio[:, : int(1.3 * 44100)]
-    python, _ = render(bended, audio, 44100, "forward", 8192)
+    files_stage = tb.audio.Safety(44100, ceiling=FILE_CEILING)  # the studio's default
+    python, _ = render(bended, audio, 44100, "forward", 8192, safety=files_stage)
     assert torch.allclose(files["bended"], python.clamp(-1, 1), atol=1 / 32767)
+    assert got["safety"].startswith("safety: ")
     assert not torch.allclose(files["bended"], files["unbent"], atol=1e-3)
 
 
@@ -782,3 +785,21 @@ def test_bendings_take_every_option_of_bend(client: Client, studio: Studio) -> N
     assert bending["blend"] == 0.5 and bending["subset"]["fraction"] == 0.25
     assert bending["window"]["end"] == 4096 and "guard" in bending
     assert client.ok("POST", "/api/render", {"seconds": 0.3})["differs"] is True
+
+
+def test_renders_are_files_to_listen_to_limited_unless_asked_raw(
+    client: Client, studio: Studio
+) -> None:
+    """A bending that drives the model far past full scale: the written render stays under the
+    files' ceiling and says what the stage did; raw (``safety=False``), it clips and is flagged."""
+    loud = {"callback": {"class": "Scale", "args": {"scale": 50}}, "patterns": ["decoder_2$"]}
+    client.ok("POST", "/api/bendings", loud)
+    limited = client.ok("POST", "/api/render", {"sound": "drums", "seconds": 1.0})
+    data, _ = decode_wav(client.get(limited["audio"]["bended"])[1])
+    assert float(data.abs().max()) <= FILE_CEILING + 1 / 32767
+    assert "clipping" not in limited["flags"] and "limited" in limited["safety"]
+    studio.safety = False
+    raw = client.ok("POST", "/api/render", {"sound": "drums", "seconds": 1.0})
+    data, _ = decode_wav(client.get(raw["audio"]["bended"])[1])
+    assert float(data.abs().max()) >= 32767 / 32768
+    assert "clipping" in raw["flags"] and raw["safety"] is None

@@ -306,6 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-browser", action="store_true", help="do not open the page")
     p.add_argument("--max-seconds", type=float, default=120.0, help="longest upload, in seconds")
     p.add_argument("--max-mb", type=float, default=50.0, help="largest upload, in megabytes")
+    safety_arg(p)
     p.set_defaults(run=cmd_studio)
 
     p = command("sweep", "render many bendings over sounds, measure and map them (docs/sweeps.md)")

@@ -32,6 +32,7 @@ def cmd_studio(args: argparse.Namespace) -> int:
         block_size=args.block_size,
         limits=Limits(bytes=int(args.max_mb * 1024 * 1024), seconds=args.max_seconds),
         sweep=args.sweep,
+        safety=args.safety,
     )
     if args.config:
         studio.editor.set_config(BendingConfig.load(args.config).to_dict(keys=False))

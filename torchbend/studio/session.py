@@ -33,6 +33,7 @@ from ..audio.render import (
 from ..audio.stream import reset_cache
 from ..bended import BendedModule
 from ..errors import StudioError, TorchbendError, did_you_mean
+from ..safety import FILE_CEILING, Safety, SafetyStats
 from ..sweep.measure import measure
 from ..sweep.render import encode
 from . import describe
@@ -90,6 +91,7 @@ class Studio:
         sweep: str | Path | None = None,
         stats_seconds: float = 2.0,
         shipped: bool = True,
+        safety: bool = True,
     ) -> None:
         from ..demo import SOUNDS
 
@@ -99,6 +101,9 @@ class Studio:
         self.output.mkdir(parents=True, exist_ok=True)
         self.sweep = _sweep_folder(sweep)
         self.stats_seconds = stats_seconds
+        self.safety = safety
+        """Renders are files to listen to: each goes through the files' safety stage (a
+        limiter within -0.3 dBFS, as ``torchbend bend`` writes), unless this is False."""
         self.lock = threading.RLock()
         """Held by every use of the model: requests run in threads of their own."""
         self.streams = streams(model)
@@ -271,12 +276,12 @@ class Studio:
         with self.lock:
             key = (sound.id, audio.shape[-1])
             if key not in self._unbent:
-                self._unbent[key] = self._render(self.plain, audio, "the unbent model")
+                self._unbent[key], _ = self._render(self.plain, audio, "the unbent model")
                 while len(self._unbent) > RENDERS:  # unbent renders of sounds no longer played
                     self._unbent.popitem(last=False)
             unbent = self._unbent[key]
             start = time.perf_counter()
-            bended = self._render(self.bended, audio, "the bent model")
+            bended, limited = self._render(self.bended, audio, "the bent model")
             elapsed = time.perf_counter() - start
             self._count += 1
             render_id = f"r{self._count}"
@@ -301,6 +306,7 @@ class Studio:
             "differs": not torch.equal(bended, unbent),
             "distance": round(measures["distance"], 4),
             "flags": [name for name, raised in flags.items() if raised],
+            "safety": None if limited is None else str(limited),
             "audio": {k: f"/api/audio/{render_id}/{k}.wav" for k in _KINDS},
             "views": {
                 k: {
@@ -323,15 +329,26 @@ class Studio:
             raise StudioError(f"a render has the files {list(_KINDS)}, not {kind!r}", 404)
         return render_.files[kind]
 
-    def _render(self, model: BendedModule, audio: torch.Tensor, what: str) -> torch.Tensor:
+    def _render(
+        self, model: BendedModule, audio: torch.Tensor, what: str
+    ) -> tuple[torch.Tensor, SafetyStats | None]:
+        """``audio`` through ``model``, and what the safety stage did (``None`` without it)."""
+        stage = Safety(self.sample_rate, ceiling=FILE_CEILING) if self.safety else None
         try:
-            out, _ = render(model, audio, self.sample_rate, self.fn, self.block_size)
+            out, _ = render(
+                model,
+                audio,
+                self.sample_rate,
+                self.fn,
+                self.block_size,
+                safety=False if stage is None else stage,
+            )
         except Exception as e:  # the model's own code, or a callback, may raise anything
             log.exception("render failed")
             raise StudioError(
                 f"rendering through {what} failed: {type(e).__name__}: {e}", 422
             ) from e
-        return out.detach()
+        return out.detach(), (None if stage is None else stage.stats)
 
 
 def _sweep_folder(sweep: str | Path | None) -> Path | None:

@@ -1569,6 +1569,9 @@ function showRenderInfo(r) {
     ...((r.flags || []).length
       ? [" · ", el("span", { class: "flags", id: "render-flags", text: `flagged: ${r.flags.join(", ")}` })]
       : []),
+    ...(r.safety
+      ? [" · ", el("span", { class: "safety", id: "render-safety", text: r.safety })]
+      : []),
   );
   info.dataset.flags = (r.flags || []).join(" ");
   info.dataset.differs = r.differs ? "1" : "0";
