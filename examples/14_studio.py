@@ -35,6 +35,7 @@ import torch
 import torchbend as tb
 from torchbend.audio.render import render
 from torchbend.models.resolve import load_model
+from torchbend.safety import FILE_CEILING
 from torchbend.studio import Studio, StudioServer
 
 
@@ -95,7 +96,8 @@ def main() -> None:
         audio = studio.library.get("drums").audio
         if seconds is not None:
             audio = audio[:, : int(seconds * 44100)]
-        python, _ = render(bended, audio, 44100, "forward", 8192)
+        stage = tb.audio.Safety(44100, ceiling=FILE_CEILING)  # the studio's files' stage
+        python, _ = render(bended, audio, 44100, "forward", 8192, safety=stage)
         tb.audio.save(out / "python.wav", python, 44100)
         studio_file = studio.audio_file(rendered["id"], "bended")
         heard, _ = tb.audio.load(studio_file)
