@@ -426,6 +426,20 @@ class IterTensor(nn.Module):
         return acc
 
 
+class FlipsOnConv(nn.Module):
+    """A data-dependent decision on a convolution's output, which bending the convolution (its
+    weights, or its output) can flip: the reproducer of issue 26's stale-branch export."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = nn.Conv1d(1, 4, 3, padding=1)
+
+    def forward(self, x):
+        h = self.conv(x)
+        return torch.tanh(h) if h.mean() > 0 else torch.relu(h) - 0.1
+
+
 class SumOfList(nn.Module):
     """``sum()`` and ``len()`` of a list of tensors made from an iterated tensor."""
 

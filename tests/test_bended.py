@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 import torchbend as tb
+from tests.conftest import FlipsOnConv
 
 
 class Greg(nn.Module):
@@ -658,24 +659,11 @@ def test_a_retrace_leaves_what_seeded_bendings_draw_next_as_it_was():
     assert torch.equal(second_call(False), second_call(True))
 
 
-class NoisyDecision(nn.Module):
-    """A data-dependent decision on an activation that a seeded Noise bends."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.conv = nn.Conv1d(1, 4, 3, padding=1)
-
-    def forward(self, x):
-        h = self.conv(x)
-        return torch.tanh(h) if h.mean() > 0 else torch.relu(h) - 0.1
-
-
 def test_a_seeded_noise_that_flips_a_decision_is_drawn_once_whatever_was_traced():
     x = torch.randn(1, 1, 16, generator=torch.Generator().manual_seed(1))
 
     def first_call(traced_its_branch: bool) -> tuple[torch.Tensor, int]:
-        bended = tb.BendedModule(NoisyDecision().eval())
+        bended = tb.BendedModule(FlipsOnConv().eval())
         bended.trace(x=x)
         bended.bend(tb.Noise(3.0, seed=0), "conv$")  # its first draw flips h.mean() > 0
         if traced_its_branch:
@@ -691,7 +679,7 @@ def test_a_call_that_flips_a_decision_leaves_a_carried_filter_as_one_run_would()
     x = torch.randn(1, 1, 16, generator=torch.Generator().manual_seed(1))
 
     def calls(traced_its_branch: bool) -> list[torch.Tensor]:
-        bended = tb.BendedModule(NoisyDecision().eval())
+        bended = tb.BendedModule(FlipsOnConv().eval())
         bended.trace(x=x)
         bended.bend(tb.Filter("lowpass", cutoff=0.1, carry=True), "conv$")
         bended.bend(tb.Scale(-1.0), r"conv\.(weight|bias)$")  # flips h.mean() > 0
@@ -730,7 +718,7 @@ def test_bend_warns_about_bendings_that_change_nothing_or_stack():
 
 
 def test_bend_warns_that_decisions_only_change_nothing_only_when_it_is_so():
-    bended = tb.BendedModule(NoisyDecision().eval())
+    bended = tb.BendedModule(FlipsOnConv().eval())
     x = torch.randn(1, 1, 16, generator=torch.Generator().manual_seed(1))
     bended.trace(x=x)
     before = bended(x=x)

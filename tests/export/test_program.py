@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 import torchbend as tb
+from tests.conftest import FlipsOnConv
 from torchbend.errors import ExportError
 from torchbend.export.program import onnx, pt2
 
@@ -141,18 +142,8 @@ def test_tensordict_module_exports_with_keyword_inputs(tmp_path):
 
 
 def test_pt2_exports_the_branch_a_bending_makes_the_module_take():
-    class Flips(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv = nn.Conv1d(1, 4, 3, padding=1)
-
-        def forward(self, x):
-            h = self.conv(x)
-            return torch.tanh(h) if h.mean() > 0 else torch.relu(h) - 0.1
-
-    torch.manual_seed(0)
     x = torch.randn(1, 1, 16, generator=torch.Generator().manual_seed(1))
-    bended = tb.BendedModule(Flips().eval())
+    bended = tb.BendedModule(FlipsOnConv().eval())
     bended.trace(x=x)
     bended.bend(tb.Scale(-1.0), r"conv\.(weight|bias)$")  # h.mean() changes sign
     program = pt2(bended, x=x)

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 import torchbend as tb
+from tests.conftest import FlipsOnConv
 from torchbend.errors import ExportError
 from torchbend.export import torchscript
 
@@ -443,23 +444,10 @@ def test_a_module_exported_mid_ramp_ramps_on_as_in_python():
             assert torch.equal(scripted(x), bended(x)), step
 
 
-class Flips(nn.Module):
-    """A data-dependent decision that a weight bending flips."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.conv = nn.Conv1d(1, 4, 3, padding=1)
-
-    def forward(self, x):
-        h = self.conv(x)
-        return torch.tanh(h) if h.mean() > 0 else torch.relu(h) - 0.1
-
-
 @pytest.mark.parametrize("called", [True, False])
 def test_a_bending_that_flips_a_decision_exports_the_branch_it_takes(called):
     x = torch.randn(1, 1, 16, generator=torch.Generator().manual_seed(1))
-    bended = tb.BendedModule(Flips().eval())
+    bended = tb.BendedModule(FlipsOnConv().eval())
     bended.trace(x=x)
     bended.bend(tb.Scale(-1.0), r"conv\.(weight|bias)$")  # h.mean() changes sign
     if called:  # the call traces the other branch; the export must not keep the old one
@@ -472,7 +460,7 @@ def test_a_bending_that_flips_a_decision_exports_the_branch_it_takes(called):
 
 def test_an_export_that_differs_from_the_module_on_its_traced_inputs_is_refused():
     x = torch.randn(1, 1, 16, generator=torch.Generator().manual_seed(1))
-    bended = tb.BendedModule(Flips().eval())
+    bended = tb.BendedModule(FlipsOnConv().eval())
     bended.trace(x=x)
     bended.bend(tb.Scale(-1.0), r"conv\.(weight|bias)$")
     view = type(bended.view())
@@ -488,7 +476,7 @@ def test_an_export_that_differs_from_the_module_on_its_traced_inputs_is_refused(
 
 def test_checking_an_export_leaves_its_generators_and_counters_as_they_were():
     x = torch.randn(1, 1, 16, generator=torch.Generator().manual_seed(1))
-    bended = tb.BendedModule(Flips().eval())
+    bended = tb.BendedModule(FlipsOnConv().eval())
     bended.trace(x=x)
     bended.bend(tb.Scale(-1.0), r"conv\.(weight|bias)$")  # flips the decision, as above
     bended.bend(tb.Noise(0.1, seed=2), "conv$")

@@ -17,6 +17,7 @@ import torchbend as tb
 from tests.browser import needs_browser, open_page
 from tests.studio.client import Client, decode_wav, served, tiny_studio
 from torchbend.audio.render import render
+from torchbend.safety import FILE_CEILING
 from torchbend.studio import Studio
 
 pytestmark = [pytest.mark.audio, needs_browser]
@@ -44,7 +45,8 @@ def python_render(config_path: Path, audio: torch.Tensor) -> torch.Tensor:
     bended = tb.BendedModule(tb.models.load().set_streaming(True))
     bended.trace(x=torch.zeros(1, 1, 8192))
     bended.bend(tb.BendingConfig.load(config_path))
-    out, _ = render(bended, audio, 44100, "forward", 8192)
+    stage = tb.audio.Safety(44100, ceiling=FILE_CEILING)  # the studio's files' stage
+    out, _ = render(bended, audio, 44100, "forward", 8192, safety=stage)
     return out
 
 

@@ -13,6 +13,7 @@ import torchbend as tb
 from tests.studio.client import Client, decode_wav, served
 from torchbend.audio.render import render, trace_audio
 from torchbend.models.resolve import load_model
+from torchbend.safety import FILE_CEILING
 from torchbend.studio import Studio
 
 pytest.importorskip("asteroid_filterbanks")
@@ -56,7 +57,8 @@ def test_a_third_party_model_opens_bends_and_renders(factory: str, tmp_path: Pat
     audio = studio.library.get("pad").audio
     trace_audio(bended, "forward", audio[None])  # its argument by position, as the studio
     bended.bend(tb.BendingConfig.load(studio.output / "configs" / "third.json"))
-    python, _ = render(bended, audio, 44100, "forward", None)
+    stage = tb.audio.Safety(44100, ceiling=FILE_CEILING)  # the studio's files' stage
+    python, _ = render(bended, audio, 44100, "forward", None, safety=stage)
     assert torch.allclose(heard, python.clamp(-1, 1), atol=1 / 32767)
     after = studio.bended.module.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
