@@ -434,3 +434,36 @@ def test_a_model_that_can_stream_exported_offline_is_refused(tmp_path):
     with torch.no_grad():
         blocks = torch.cat([exported(b) for b in signal.split(512, -1)], -1)
         torch.testing.assert_close(blocks, tb.models.load()(signal), atol=1e-6, rtol=0)
+
+
+def test_an_export_is_checked_from_silence_and_leaves_the_models_caches_as_they_were(tmp_path):
+    """The file starts from silence, and so does the run it is checked against; the model
+    keeps the state its own calls left in its caches."""
+    x = torch.randn(1, 1, 2048, generator=torch.Generator().manual_seed(0)) * 0.1
+    model = tb.models.load().set_streaming(True)
+    bended = tb.BendedModule(model)
+    bended.trace(x=x)
+    with torch.no_grad():
+        bended(x=x)
+    caches = {name: b.clone() for name, b in model.named_buffers()}
+    assert any(b.abs().sum() > 0 for b in caches.values())
+    scripted = torchscript(bended)  # checked on x from silence
+    nntilde(bended, tmp_path / "streaming.ts")
+    for name, b in model.named_buffers():
+        assert torch.equal(b, caches[name]), name
+    fresh = tb.models.load().set_streaming(True)
+    with torch.no_grad():
+        torch.testing.assert_close(scripted(x), fresh(x), atol=1e-6, rtol=0)
+
+
+def test_a_streaming_model_bent_to_silence_is_not_refused(tmp_path):
+    """A file whose output ignores its input has nothing to click with: the streaming check
+    does not take it for a file that keeps no state."""
+    model = tb.models.load().set_streaming(True)
+    bended = tb.BendedModule(model)
+    bended.trace(x=torch.randn(1, 1, 2048, generator=torch.Generator().manual_seed(0)))
+    bended.bend(tb.Scale(0.0), "encoder_2$")  # a zero latent: the decoder gives silence
+    nntilde(bended, tmp_path / "silent.ts")
+    exported = torch.jit.load(str(tmp_path / "silent.ts"))
+    with torch.no_grad():
+        assert not exported(torch.randn(1, 1, 2048)).any()

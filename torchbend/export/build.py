@@ -17,7 +17,7 @@ from ..folding import fold_slots
 from ..rewriting import ActivationSlot, build_graph_module, graph_module_record
 from ..tracing.surgery import strip_guards
 from .check import error_summary
-from .plan import ExportPlan, leaves
+from .plan import ExportPlan, leaves, start_from_silence
 from .source import methods_source
 
 __all__ = ["ExportedModule", "ScriptedCallback", "ScriptedWeightCallback", "build", "script"]
@@ -101,11 +101,7 @@ def build(plan: ExportPlan) -> ExportedModule:
     view = copy.deepcopy(plan.bended.weights_view)
     for p in view.parameters():
         p.requires_grad_(False)
-    # The file starts from silence, as a host's first buffer does, whatever state tracing the
-    # model on example inputs left in its caches (a streaming model's reset_cache()).
-    reset_cache = getattr(view, "reset_cache", None)
-    if callable(reset_cache):
-        reset_cache()
+    start_from_silence(view)  # what the module's reference run starts from too (plan.py)
     weight_leaves = {i for w in plan.weights for i in w.callbacks}
     scripted = [_script_callback(leaf, i in weight_leaves) for i, leaf in enumerate(plan.leaves)]
     graphs = {n: _graph(plan, n, view, scripted) for n in plan.methods}

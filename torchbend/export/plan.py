@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,14 @@ if TYPE_CHECKING:
     from ..bended import BendedModule
     from ..parts.dispatch import Entry
 
-__all__ = ["ExportPlan", "PlannedControl", "PlannedWeight", "leaves"]
+__all__ = [
+    "ExportPlan",
+    "PlannedControl",
+    "PlannedWeight",
+    "from_silence",
+    "leaves",
+    "start_from_silence",
+]
 
 
 @dataclass
@@ -92,7 +100,9 @@ class ExportPlan:
             if example is None:
                 entry = self.bended.current(n)
             else:
-                entry, output = self.bended.running(n, example)
+                # From the state the export starts from (see :func:`start_from_silence`).
+                with from_silence(self.bended.weights_view):
+                    entry, output = self.bended.running(n, example)
                 self.expected[n] = (example, output)
             assert entry.gm is not None
             self.entries[n] = entry
@@ -180,6 +190,42 @@ class ExportPlan:
                 )
             plan.writes += writes
         return plan
+
+
+def start_from_silence(module: torch.nn.Module) -> None:
+    """Clear the state ``module`` keeps between calls (its ``reset_cache()``, if it has
+    one): an export starts from silence, as a host's first buffer does, whatever state
+    tracing or calling the model left in its caches."""
+    reset_cache = getattr(module, "reset_cache", None)
+    if callable(reset_cache):
+        reset_cache()
+
+
+@contextlib.contextmanager
+def from_silence(module: torch.nn.Module) -> Iterator[None]:
+    """Run a block from the state an export starts from (:func:`start_from_silence`), then
+    put back ``module``'s buffers (the tensors, replaced or not, and their values) and plain
+    attributes: the user's model keeps the state its own calls left."""
+    if not callable(getattr(module, "reset_cache", None)):
+        yield
+        return
+    modules = list(module.modules())
+    attributes = [(m, dict(vars(m))) for m in modules]
+    buffers = [
+        (m, name, b, b.clone()) for m in modules for name, b in m._buffers.items() if b is not None
+    ]
+    try:
+        start_from_silence(module)
+        yield
+    finally:
+        for m, before in attributes:
+            for key in [k for k in vars(m) if k not in before]:
+                del vars(m)[key]
+            vars(m).update(before)
+        with torch.no_grad():
+            for m, name, b, value in buffers:
+                m._buffers[name] = b
+                b.copy_(value)
 
 
 def _check_derives(name: str, cb: BendingCallback, derived: list[str]) -> None:

@@ -20,7 +20,8 @@ __all__ = ["check_export"]
 def check_export(plan: ExportPlan, exported: torch.nn.Module) -> None:
     """Run the graph of each method of ``exported`` (the container
     :func:`~torchbend.export.build.build` made, scripted or not) on the inputs it was traced
-    with, from the random state the bended module ran them from, and raise
+    with, from the random state the bended module ran them from (and from silence, as the
+    module's run: :func:`~torchbend.export.plan.from_silence`), and raise
     :class:`ExportError` if it does not give what the module gave
     (:attr:`ExportPlan.expected`). The export is left as it was: its buffers, the generators
     and window counters of its callbacks, and torch's global generator are put back."""
