@@ -402,19 +402,15 @@ class _Buffers:
     def __init__(self, callbacks: nn.Module) -> None:
         self.callbacks = callbacks
 
-    def get_state(self) -> list[tuple[nn.Module, str, torch.Tensor, torch.Tensor]]:
-        return [
-            (m, name, b, b.detach().clone())
-            for m in self.callbacks.modules()
-            for name, b in m._buffers.items()
-            if b is not None
-        ]
+    def get_state(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [(b, b.detach().clone()) for b in self.callbacks.buffers()]
 
-    def set_state(self, state: list[tuple[nn.Module, str, torch.Tensor, torch.Tensor]]) -> None:
+    def set_state(self, state: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        # A buffer drawn again in between (a new shape) is no longer the callback's: writing
+        # its old value back into the tensor it replaced reaches nothing.
         with torch.no_grad():
-            for m, name, b, value in state:
-                if m._buffers.get(name) is b:  # not drawn again in between (a new shape)
-                    b.copy_(value)
+            for b, value in state:
+                b.copy_(value)
 
 
 def _few(keys: Sequence[str]) -> str:

@@ -246,25 +246,19 @@ class MethodTable:
         and attributes put back): unlike :meth:`entry_for`, which looks at the inputs' kinds
         and shapes only, it runs the graphs whose decisions read tensor values (a bent weight
         may flip one since they were traced). A graph traced for it is not kept."""
-        root = self.root()
-        state = RandomState(self.hooks.generators())
         training = self.module.training
         entries = [e for e in method.entries if e.training is training and e.key(inputs) in e.keys]
         if method.source is not None:  # a graph cut from another method's cannot be traced
             entries = entries or method.entries[:1]
         for entry in entries:
-            args = [inputs[n] for n in entry.input_names]
             try:
-                with torch.no_grad(), untouched(root, state):
-                    return entry, runnable(entry).forward(*clone_inputs(args))
+                return entry, self._run_untouched(entry, inputs)
             except DecisionChanged as e:
                 if method.source is not None:
                     raise self.unstable(method, entry, e) from None
         entry = self._trace_entry(method, inputs, keep=False)[0]
-        args = [inputs[n] for n in entry.input_names]
         try:
-            with torch.no_grad(), untouched(root, state):
-                return entry, runnable(entry).forward(*clone_inputs(args))
+            return entry, self._run_untouched(entry, inputs)
         except DecisionChanged as e:
             raise self.unstable(method, entry, e) from None
 
@@ -273,13 +267,18 @@ class MethodTable:
         it was traced with than when traced (leaving no trace); ``True`` if it has none."""
         if entry.example is None:
             return True
-        args = [entry.example[n] for n in entry.input_names]
         try:
-            with torch.no_grad(), untouched(self.root(), RandomState(self.hooks.generators())):
-                runnable(entry).forward(*clone_inputs(args))
+            self._run_untouched(entry, entry.example)
         except Exception:  # DecisionChanged; or the bent graph fails, which changes it too
             return True
         return False
+
+    def _run_untouched(self, entry: Entry, inputs: dict[str, Any]) -> Any:
+        """``entry``'s graph run on copies of ``inputs`` (by name) without autograd, as a call
+        runs it, with the generators, buffers and attributes it moves put back after."""
+        args = clone_inputs([inputs[n] for n in entry.input_names])
+        with torch.no_grad(), untouched(self.root(), RandomState(self.hooks.generators())):
+            return runnable(entry).forward(*args)
 
     def entry_for(self, method: Method, inputs: dict[str, Any], keep: bool = True) -> Entry:
         """The graph that runs for bound ``inputs``, traced if none fits.
