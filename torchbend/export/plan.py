@@ -14,6 +14,7 @@ from ..callbacks.base import BendingCallback, Chain
 from ..callbacks.seeded import Seeded
 from ..controls import BendingParameter, Control, control_of
 from ..errors import ExportError
+from ..parts.check import kept_buffers
 from .arguments import ExportedArgument, method_arguments
 
 if TYPE_CHECKING:
@@ -209,23 +210,16 @@ def from_silence(module: torch.nn.Module) -> Iterator[None]:
     if not callable(getattr(module, "reset_cache", None)):
         yield
         return
-    modules = list(module.modules())
-    attributes = [(m, dict(vars(m))) for m in modules]
-    buffers = [
-        (m, name, b, b.clone()) for m in modules for name, b in m._buffers.items() if b is not None
-    ]
-    try:
-        start_from_silence(module)
-        yield
-    finally:
-        for m, before in attributes:
-            for key in [k for k in vars(m) if k not in before]:
-                del vars(m)[key]
-            vars(m).update(before)
-        with torch.no_grad():
-            for m, name, b, value in buffers:
-                m._buffers[name] = b
-                b.copy_(value)
+    attributes = [(m, dict(vars(m))) for m in module.modules()]
+    with kept_buffers(module):
+        try:
+            start_from_silence(module)
+            yield
+        finally:
+            for m, before in attributes:
+                for key in [k for k in vars(m) if k not in before]:
+                    del vars(m)[key]
+                vars(m).update(before)
 
 
 def _check_derives(name: str, cb: BendingCallback, derived: list[str]) -> None:

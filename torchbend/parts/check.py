@@ -91,13 +91,20 @@ def untouched(root: nn.Module, state: RandomState) -> Iterator[None]:
 @contextlib.contextmanager
 def kept_buffers(root: nn.Module) -> Iterator[None]:
     """Put every buffer of ``root`` back as it was after the block (cached convolutions, batch
-    norm statistics): the check runs the model twice and must leave no trace."""
-    saved = [(b, b.clone()) for _, b in root.named_buffers(remove_duplicate=False)]
+    norm statistics), the tensor a module held included where the block replaced it (a cache
+    made again at another size): the check runs the model twice and must leave no trace."""
+    saved = [
+        (m, name, b, b.clone())
+        for m in root.modules()
+        for name, b in m.named_buffers(recurse=False)
+    ]
     try:
         yield
     finally:
         with torch.no_grad():
-            for b, value in saved:
+            for m, name, b, value in saved:
+                if getattr(m, name, None) is not b:
+                    setattr(m, name, b)
                 b.copy_(value)
                 if b.grad_fn is not None:  # updated in place from parameters: drop the history
                     b.detach_()
