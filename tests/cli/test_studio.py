@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import torchbend as tb
+from tests.command import in_process
 from tests.studio.client import Client, decode_wav
 from torchbend.audio.render import render
 from torchbend.safety import FILE_CEILING
@@ -96,12 +97,20 @@ def test_a_sound_named_on_the_command_line_is_current(tmp_path: Path) -> None:
     ],
 )
 def test_bad_arguments_are_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    done = in_process("studio", *args, "--no-browser", cwd=tmp_path)  # one started: below
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("torchbend studio: error:") and message in line, line
+
+
+def test_a_bad_argument_is_one_line_from_the_command_as_a_user_runs_it(tmp_path: Path) -> None:
+    args = ["tests.studio.models:dict_output"]  # a user's module, found on PYTHONPATH
     command = [sys.executable, "-m", "torchbend.cli", "studio", *args, "--no-browser"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # tests.studio.models, as a user's module
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("torchbend studio: error:") and message in line, line
+    assert line.startswith("torchbend studio: error:") and "gives a dict with keys" in line
     assert json.dumps(line)

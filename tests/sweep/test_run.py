@@ -21,6 +21,7 @@ import torch
 
 import torchbend as tb
 from tests.browser import needs_browser, open_page
+from tests.command import in_process
 from torchbend.audio.render import STREAM_BLOCK, render, streams, trace_audio
 from torchbend.errors import SweepError
 from torchbend.safety import FILE_CEILING
@@ -217,7 +218,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_command_gives_what_the_api_gives(reference: Path, tmp_path: Path) -> None:
     spec = write_spec(tmp_path / "spec.json", small_spec())
-    planned = run_cli("sweep", "plan", str(spec))
+    planned = in_process("sweep", "plan", str(spec))
     assert planned.returncode == 0, planned.stderr
     assert "4 point(s) x 3 input(s) = 12 renders" in planned.stdout
     assert "disk: about" in planned.stdout and "ms per render" in planned.stdout
@@ -228,14 +229,14 @@ def test_the_command_gives_what_the_api_gives(reference: Path, tmp_path: Path) -
     assert "12/12" not in ran.stderr  # stderr is a pipe here, not a terminal: no progress bar
     assert comparable(out) == comparable(reference)
     assert audio_bytes(out) == audio_bytes(reference)
-    best = run_cli("sweep", "best", str(out), "--by", "distance", "--top", "3", "--json")
+    best = in_process("sweep", "best", str(out), "--by", "distance", "--top", "3", "--json")
     assert best.returncode == 0, best.stderr
     chosen = [json.loads(line) for line in best.stdout.splitlines()]
     api = tb.sweep.best(reference, by="distance", top=3)
     assert [r["id"] for r in chosen] == [r["id"] for r in api]
     distances = [r["measures"]["distance"] for r in tb.sweep.read_rows(out) if not r["broken"]]
     assert chosen[0]["measures"]["distance"] == max(distances)
-    copied = run_cli(
+    copied = in_process(
         "sweep",
         "best",
         str(out),
@@ -252,7 +253,7 @@ def test_the_command_gives_what_the_api_gives(reference: Path, tmp_path: Path) -
     assert sorted(p.name for p in (tmp_path / "picked").iterdir()) == [
         f"{i}_{Path(r['audio']).name}" for i, r in enumerate(quietest, 1)
     ]
-    mapped = run_cli("sweep", "map", str(out))
+    mapped = in_process("sweep", "map", str(out))
     assert mapped.returncode == 0, mapped.stderr
     assert (out / "atlas.png").is_file() and (out / "atlas.html").is_file()
     assert "PC1" in mapped.stdout
@@ -277,7 +278,7 @@ def test_the_plan_counts_loading_the_model_and_starting_the_workers() -> None:
 def test_a_plan_too_large_is_one_line_before_anything_is_built(tmp_path: Path) -> None:
     spec = small_spec()
     spec["axes"] = {"bendings.0.callback.args.std": {"range": [0, 1], "steps": 10**8}}
-    planned = run_cli("sweep", "plan", str(write_spec(tmp_path / "spec.json", spec)))
+    planned = in_process("sweep", "plan", str(write_spec(tmp_path / "spec.json", spec)))
     assert planned.returncode == 2
     assert planned.stderr.startswith("torchbend sweep plan: error: ")
     assert len(planned.stderr.strip().splitlines()) == 1
@@ -301,13 +302,7 @@ def test_a_plan_too_large_is_one_line_before_anything_is_built(tmp_path: Path) -
 def test_the_command_refuses_bad_arguments_in_one_line(
     args: list[str], words: str, tmp_path: Path
 ) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "torchbend.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=120,
-    )
+    result = in_process(*args, cwd=tmp_path)  # the command as started: the test above
     assert result.returncode == 2
     assert words in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
