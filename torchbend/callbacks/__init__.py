@@ -9,8 +9,8 @@ from .clamp import Clamp
 from .distortion import Invert, Quantize, SoftClip, Spread, Tanh
 from .filter import Filter
 from .geometry import Flip, Roll, TimeStretch
+from .importing import callback_from_name, load_callbacks
 from .lambda_ import Lambda
-from .loading import callback_from_name, load_callbacks
 from .mask import Mask
 from .morphology import Dilate, Erode
 from .noise import Noise, Normal

@@ -12,8 +12,8 @@ from torch import nn
 
 from ..controls import BendingParameter, Control, control_of, is_control
 from ..errors import BendingError
-from .args import kept_shape
 from .argument import NO_NEUTRAL, declared
+from .axes import kept_shape
 
 __all__ = ["BendingCallback", "Chain", "static_product"]
 

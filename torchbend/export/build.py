@@ -16,7 +16,7 @@ from ..errors import ExportError
 from ..folding import fold_slots
 from ..rewriting import ActivationSlot, build_graph_module, graph_module_record
 from ..tracing.surgery import strip_guards
-from .check import error_summary
+from .contract import error_summary
 from .plan import ExportPlan, leaves, start_from_silence
 from .source import methods_source
 

@@ -20,7 +20,7 @@ from ..tracing.facts import describe_fact
 from ..tracing.records import record_of
 from .arguments import MISSING, ExportedArgument
 from .build import build, script
-from .check import (
+from .contract import (
     MAX_BUFFER_SIZE,
     TEST_BATCHES,
     NNTildeReport,
@@ -88,7 +88,7 @@ def nntilde(
     nn~ calls the file buffer by buffer, so a model that can stream (it has
     ``set_streaming``) must be exported streaming: the file starts from silence (the model's
     ``reset_cache()`` on the exported copy) and must carry its state from one buffer to the
-    next (:func:`~torchbend.export.check.check_streams`), or the export fails saying to call
+    next (:func:`~torchbend.export.contract.check_streams`), or the export fails saying to call
     ``set_streaming(True)`` before tracing. A plain module given ``params`` is put in
     streaming mode before it is traced here, as ``torchbend export`` does.
 
@@ -113,7 +113,7 @@ def nntilde(
         min_buffer_size: the smallest buffer, in samples, the model takes, a power of two
             (default: the wrapped module's ``ratio`` attribute, else 1), raised to the
             largest in or out ratio of the exported methods (nn~ never sends fewer samples);
-            checks run from there up to :data:`~torchbend.export.check.MAX_BUFFER_SIZE`.
+            checks run from there up to :data:`~torchbend.export.contract.MAX_BUFFER_SIZE`.
         safety: ``True``: the safety stage with its default settings at ``sample_rate``;
             a :class:`~torchbend.audio.Safety` (at ``sample_rate``) for other settings;
             ``False``: the methods' outputs as they are.
