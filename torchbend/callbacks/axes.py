@@ -8,7 +8,7 @@ import torch
 
 from ..errors import BendingError
 
-__all__ = ["as_dim", "as_dims", "call_axis", "kept_shape", "normalized_dim"]
+__all__ = ["as_dim", "as_dims", "call_axis", "check_axes", "kept_shape", "normalized_dim"]
 
 
 def as_dims(owner: str, dim: int | Sequence[int] | None) -> list[int] | None:
@@ -68,3 +68,14 @@ def kept_shape(shape: list[int], dims: list[int]) -> list[int]:
             )
         kept[d] = shape[d]
     return kept
+
+
+def check_axes(owner: str, name: str, shape: Sequence[int], dims: list[int] | None) -> None:
+    """Refuse target ``name`` of ``shape`` if it lacks an axis of ``dims`` (``None``: every
+    axis, which any shape has), with an error naming callback ``owner`` (its repr) and the
+    target."""
+    if dims is not None:
+        try:
+            kept_shape(list(shape), dims)
+        except BendingError as e:
+            raise BendingError(f"{owner} cannot bend '{name}': {e}") from None

@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+import torch
+
 __all__ = [
     "admits",
     "bool_argument",
@@ -26,6 +28,7 @@ __all__ = [
     "fade_weight",
     "float_argument",
     "int_argument",
+    "ramp_along",
     "viewed",
 ]
 
@@ -43,6 +46,16 @@ def call_range(start: float, value: float, step: int, ramp: int) -> tuple[float,
         start + (value - start) * step / ramp,
         start + (value - start) * (step + 1) / ramp,
     )
+
+
+def ramp_along(start: float, end: float, x: torch.Tensor) -> torch.Tensor:
+    """``x.shape[-1]`` values going from ``start`` (at the start of a call) to ``end`` (its
+    last value): what an argument ramping over the call on ``x`` takes along ``x``'s last
+    (time) axis, of ``x``'s dtype if it is a float."""
+    values = torch.linspace(start, end, x.shape[-1] + 1, device=x.device)[1:]
+    if x.is_floating_point():
+        return values.to(x.dtype)
+    return values
 
 
 def fade_weight(step: int, ramp: int) -> float:
@@ -82,10 +95,12 @@ def float_argument(
 ) -> float:
     """A control's value as a float argument bounded by ``low`` and ``high``, brought into
     them (``None``: unbounded)."""
-    if low is not None:
-        value = max(value, low)
-    if high is not None:
-        value = min(value, high)
+    # Python's max(value, low) and min(value, high), written so that TorchScript gives the
+    # same value too: its min and max differ on signed zeros (min(-0.0, 0.0) is 0.0 there).
+    if low is not None and value < low:
+        value = low
+    if high is not None and value > high:
+        value = high
     return value
 
 
@@ -96,10 +111,10 @@ def int_argument(
 ) -> int:
     """A control's value, made whole, as an int argument bounded by ``low`` and ``high``,
     brought into them (``None``: unbounded)."""
-    if low is not None:
-        value = max(value, low)
-    if high is not None:
-        value = min(value, high)
+    if low is not None and value < low:  # as float_argument
+        value = low
+    if high is not None and value > high:
+        value = high
     return value
 
 
