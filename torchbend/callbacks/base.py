@@ -310,7 +310,7 @@ class BendingCallback(nn.Module):
         """The arguments that differ from their defaults (controls always, by name); none if
         they cannot be recovered."""
         try:
-            return shown_arguments(type(self), self.arguments())
+            return shown_arguments(self, self.arguments())
         except BendingError:
             return ""
 

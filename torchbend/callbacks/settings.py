@@ -55,10 +55,10 @@ def given_arguments(cb: Any, controlled: Mapping[str, Any]) -> dict[str, Any]:
     return args
 
 
-def shown_arguments(cls: type, arguments: Mapping[str, Any]) -> str:
-    """``arguments`` of a callback of class ``cls`` that differ from the defaults of its
-    ``__init__`` (controls always, by name), as its repr shows them."""
-    parameters = inspect.signature(cls.__init__).parameters
+def shown_arguments(cb: Any, arguments: Mapping[str, Any]) -> str:
+    """``arguments`` of callback ``cb`` that differ from the defaults of its ``__init__``
+    (controls always, by name), as its repr shows them."""
+    parameters = inspect.signature(type(cb).__init__).parameters
     shown = []
     for name, value in arguments.items():
         default = parameters[name].default
