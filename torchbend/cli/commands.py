@@ -287,7 +287,11 @@ def _parameter(p: inspect.Parameter) -> str:
         if not isinstance(annotation, str):
             annotation = inspect.formatannotation(annotation)
         for long, short in [
-            ("torchbend.controls.BendingParameter | torchbend.controls.ControlView", "Control"),
+            (
+                "torchbend.controls.parameter.BendingParameter"
+                " | torchbend.controls.parameter.ControlView",
+                "Control",
+            ),
             ("collections.abc.", ""),
             ("typing.", ""),
         ]:
