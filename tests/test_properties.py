@@ -55,7 +55,7 @@ from torch import nn
 
 import torchbend as tb
 from torchbend.callbacks import CALLBACKS
-from torchbend.callbacks.args import target_generator
+from torchbend.callbacks.draws import target_generator
 from torchbend.config import FORMAT, VERSION
 
 LONG = os.environ.get("HYPOTHESIS_PROFILE", "ci") == "long"

@@ -349,7 +349,7 @@ def _decode(
 def _callback_from_dict(
     d: dict[str, Any], controls: dict[str, BendingParameter], where: str, allow: frozenset[str]
 ) -> BendingCallback:
-    from .callbacks.loading import callback_from_name
+    from .callbacks.importing import callback_from_name
 
     name = d["class"]
     if name == "Chain":

@@ -11,7 +11,8 @@ import torch
 import torch.fx
 from torch import nn
 
-from .callbacks.base import BendingCallback, static_product
+from .callbacks.base import BendingCallback
+from .callbacks.targets import static_product
 from .tracing import Fact, FlowStep, TracedGraph
 from .tracing.objects import attribute_at
 from .tracing.records import META_KEY

@@ -259,13 +259,3 @@ def test_declarations_are_inherited_and_shown():
         "Argument(float, low=0.0, high=1.0, neutral=0.0, "
         "meaning='the probability of zeroing an element', derives=True)"
     )
-
-
-def test_the_export_expression_computes_what_a_push_stores():
-    p = BendingParameter("p", 0.5)
-    gain = Knobs.gain
-    for source in (p, 3 * p - 0.5):
-        for value in (-1.0, 0.25, 0.7, 5.0):
-            p.set(value)
-            expected = gain.convert(source.get())
-            assert eval(gain.expression(source, "value"), {"value": value}) == expected

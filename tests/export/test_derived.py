@@ -3,7 +3,7 @@
 Tests of the plan's derived controls (torchbend/export/plan.py), the setters' lines that derive
 again (``_derive_source`` in torchbend/export/source.py), the scripted ``control_changed`` of
 seeded callbacks (torchbend/callbacks/seeded.py) and their seeds mixed with target names in
-TorchScript (``mix_seed`` in torchbend/callbacks/args.py).
+TorchScript (``mix_seed`` in torchbend/callbacks/draws.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from torch import nn
 
 import torchbend as tb
 from torchbend.callbacks import CALLBACKS
-from torchbend.callbacks.args import mix_seed, name_crc, target_generator, target_seed
 from torchbend.callbacks.argument import INT_MAX, INT_MIN, Argument, declared
+from torchbend.callbacks.draws import mix_seed, name_crc, target_generator, target_seed
 from torchbend.callbacks.seeded import Seeded
 from torchbend.callbacks.shaping import Shaped
 from torchbend.errors import ExportError

@@ -10,12 +10,10 @@ from .distortion import Invert, Quantize, SoftClip, Spread, Tanh
 from .filter import Filter
 from .geometry import Flip, Roll, TimeStretch
 from .lambda_ import Lambda
-from .loading import callback_from_name, load_callbacks
 from .mask import Mask
 from .morphology import Dilate, Erode
 from .noise import Noise, Normal
 from .permute import Permute
-from .registry import CALLBACKS
 from .rewire import Rewire
 from .snapshot import Snapshot
 from .threshold import Threshold, ThresholdActivation
@@ -61,3 +59,9 @@ __all__ = [
     "callback_from_name",
     "load_callbacks",
 ]
+
+# The registry is derived from the names above (every callback class listed in __all__), so it
+# is imported once they are bound; callback_from_name reads it.
+# isort: split
+from .importing import callback_from_name, load_callbacks
+from .registry import CALLBACKS

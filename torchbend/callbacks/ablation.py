@@ -10,8 +10,9 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dim, draw_key, kept_shape, normalized_dim
 from .argument import Argument
+from .axes import as_dim, kept_shape, normalized_dim
+from .draws import draw_key
 from .seeded import Seeded
 
 __all__ = ["Ablate", "Offset", "Randomize"]

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
-from ..controls import Bound, Control, ControlView, control_of, is_control
+from ..controls import BendingParameter, Bound, Control, ControlView, control_of, is_control
+from ..controls.rules import bool_argument, float_argument, int_argument
 from ..errors import BendingError
 
-__all__ = ["INT_MAX", "INT_MIN", "NO_NEUTRAL", "Argument", "declared"]
+__all__ = ["INT_MAX", "INT_MIN", "NO_NEUTRAL", "Argument", "declared", "pull_control"]
 
 _KINDS: tuple[type, ...] = (float, int, bool)
 
@@ -274,15 +276,13 @@ class Argument:
         )
 
     def convert(self, value: float) -> Any:
-        """A control's value as the argument's kind, brought into its bounds."""
+        """A control's value as the argument's kind, brought into its bounds
+        (:mod:`torchbend.controls.rules`, which exported modules call too)."""
         if self.kind is bool:
-            return bool(value)
-        number = int(value) if self.kind is int else float(value)
-        if self.low is not None:
-            number = max(number, self.low)
-        if self.high is not None:
-            number = min(number, self.high)
-        return number
+            return bool_argument(float(value))
+        if self.kind is int:
+            return int_argument(int(value), self.low, self.high)
+        return float_argument(float(value), self.low, self.high)
 
     def read(self, source: Control) -> tuple[Any, Any, Any]:
         """``(value, start, end)``: a control's value and its values at the start and at the
@@ -324,29 +324,19 @@ class Argument:
         changed."""
         return self.store(cb, *self.read(cb._controlled[self.name]))
 
-    def assignments(self, callback: str, source: Control, value: str) -> list[str]:
-        """TorchScript statements that do what a push from ``source``'s control, set to
-        ``value`` (the name of a variable), does to this argument of ``callback`` (an
-        expression naming a scripted callback). Scripted callbacks do not ramp: the call's
-        start and end are the value."""
-        lines = [f"{callback}.{self.name} = {self.expression(source, value)}"]
-        if self.ramps:
-            held = f"{callback}.{self.name}"
-            lines.append(f"{callback}._ramps[{self.name!r}] = ({held}, {held}, {held})")
-        return lines
 
-    def expression(self, source: Control, value: str) -> str:
-        """TorchScript expression of what this argument holds when ``source``'s control is
-        set to ``value`` (the name of a variable): the same arithmetic as :meth:`convert`."""
-        expr = value
-        if isinstance(source, ControlView):
-            expr = f"float({value}) * {source.scale!r} + {source.offset!r}"
-        expr = f"{self.kind.__name__}({expr})"
-        if self.low is not None:
-            expr = f"max({expr}, {self.low!r})"
-        if self.high is not None:
-            expr = f"min({expr}, {self.high!r})"
-        return expr
+def pull_control(cb: Any, controlled: Mapping[str, Control], control: BendingParameter) -> bool:
+    """Read ``control`` again into the arguments of ``cb`` it drives (those of ``controlled``,
+    the arguments given as controls, by name); whether one declared with ``derives=True``
+    changed, so that ``cb`` derives its state again."""
+    arguments = declared(type(cb))
+    derive = False
+    for name, source in controlled.items():
+        if control_of(source) is control:
+            argument = arguments[name]
+            changed = argument.pull(cb)
+            derive = derive or (changed and argument.derives)
+    return derive
 
 
 _DECLARED: dict[type, dict[str, Argument]] = {}

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import inspect
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import torch
 from torch import nn
 
-from ..controls import BendingParameter, Control, control_of, is_control
+from ..controls import BendingParameter, Control, control_of
+from ..controls.rules import ramp_along
 from ..errors import BendingError
-from .args import kept_shape
-from .argument import NO_NEUTRAL, declared
+from .argument import pull_control
+from .axes import check_axes
+from .settings import given_arguments, neutral_values, shown_arguments
+from .targets import check_broadcast, missing_state, state_buffer_name, static_product
 
-__all__ = ["BendingCallback", "Chain", "static_product"]
+__all__ = ["BendingCallback", "Chain"]
 
 
 class BendingCallback(nn.Module):
@@ -88,11 +89,7 @@ class BendingCallback(nn.Module):
         """Refuse target ``name`` of ``shape`` if it lacks an axis of ``dims`` (``None``:
         every axis, which any shape has), with an error naming this callback and the target:
         what ``register_target`` of a callback with a ``dim=`` argument checks."""
-        if dims is not None:
-            try:
-                kept_shape(list(shape), dims)
-            except BendingError as e:
-                raise BendingError(f"{self!r} cannot bend '{name}': {e}") from None
+        check_axes(repr(self), name, shape, dims)
 
     def static_factor(self, name: str) -> torch.Tensor | None:
         """The tensor ``f`` such that ``bend(x, name)`` is ``x * f`` in the coming call, if
@@ -123,17 +120,7 @@ class BendingCallback(nn.Module):
         By default, every declared argument that has a ``neutral``, at that value. A callback
         that declares none must override this method (the identity test requires it).
         """
-        neutral = {
-            name: argument.neutral
-            for name, argument in declared(cls).items()
-            if argument.neutral is not NO_NEUTRAL
-        }
-        if not neutral:
-            raise BendingError(
-                f"{cls.__name__} declares no neutral setting: give one of its Arguments a "
-                "neutral= value, or override neutral_setting()"
-            )
-        return neutral
+        return neutral_values(cls)
 
     # -- entry points -------------------------------------------------------------------------
 
@@ -203,10 +190,7 @@ class BendingCallback(nn.Module):
         # A tensor value is a control fed as an input of a program being exported.
         if isinstance(value, torch.Tensor) or start == end or x.dim() == 0:
             return value
-        values = torch.linspace(start, end, x.shape[-1] + 1, device=x.device)[1:]
-        if x.is_floating_point():
-            return values.to(x.dtype)
-        return values
+        return ramp_along(start, end, x)
 
     def follow(self, control: BendingParameter) -> None:
         """Take the new value of ``control`` into the arguments it drives.
@@ -214,19 +198,25 @@ class BendingCallback(nn.Module):
         The control calls this on every reader when it is set or advances along a ramp; if an
         argument declared with ``derives=True`` changed, :meth:`control_changed` follows.
         """
-        arguments = declared(type(self))
-        derive = False
-        for name, source in self._controlled.items():
-            if control_of(source) is control:
-                argument = arguments[name]
-                changed = argument.pull(self)
-                derive = derive or (changed and argument.derives)
-        if derive:
+        if pull_control(self, self._controlled, control):
             self.control_changed()
 
+    def controlled(self) -> dict[str, Control]:
+        """The arguments given as controls (or views of them), by name (not inner callbacks')."""
+        return dict(self._controlled)
+
+    @torch.jit.export
+    def set_call_range(self, arg: str, start: float, end: float, value: float) -> None:
+        """Set what :meth:`along` reads of argument ``arg`` (declared with ``ramps=True``) in
+        the coming call: its values at the start and at the end of the call, and its value.
+        Exported modules call it, scripted, as a control's push does in Python."""
+        # TorchScript cannot type the table empty (nothing read along time): ``hasattr``,
+        # decided when compiling, makes the method empty there (an export never calls it).
+        if hasattr(self, "_ramps"):
+            self._ramps[arg] = (start, end, value)
+
     def controls(self) -> list[BendingParameter]:
-        """The controls this callback reads (through any view of them), its inner callbacks'
-        included."""
+        """The controls this callback reads (through any view), its inner callbacks' included."""
         found: list[BendingParameter] = []
         for m in self.modules():
             if isinstance(m, BendingCallback):
@@ -238,25 +228,7 @@ class BendingCallback(nn.Module):
 
     def arguments(self) -> dict[str, Any]:
         """The arguments this callback was built with (controls as themselves), by name."""
-        arguments = declared(type(self))
-        args: dict[str, Any] = {}
-        for name, param in inspect.signature(type(self).__init__).parameters.items():
-            if name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                continue
-            if name in self._controlled:
-                args[name] = self._controlled[name]
-            elif name in arguments:
-                args[name] = getattr(self, name)
-            elif hasattr(self, "_" + name):
-                args[name] = getattr(self, "_" + name)
-            elif hasattr(self, name):
-                args[name] = getattr(self, name)
-            else:
-                raise BendingError(
-                    f"{type(self).__name__} keeps no attribute for its argument {name!r}; "
-                    f"store it as self.{name} or self._{name} so it can be saved"
-                )
-        return args
+        return given_arguments(self, self._controlled)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
@@ -282,10 +254,7 @@ class BendingCallback(nn.Module):
     def _eager_add_state(self, name: str, tensor: torch.Tensor) -> None:
         buffer = self._state_names.get(name)
         if buffer is None:
-            index, taken = 0, set(self._state_names.values())
-            while f"state_{index}_{re.sub(r'[^0-9a-zA-Z_]', '_', name)}" in taken:
-                index += 1
-            buffer = f"state_{index}_{re.sub(r'[^0-9a-zA-Z_]', '_', name)}"
+            buffer = state_buffer_name(name, self._state_names.values())
             self._state_names[name] = buffer
         self.register_buffer(buffer, tensor)
         self.revision += 1
@@ -311,11 +280,7 @@ class BendingCallback(nn.Module):
     def _eager_state(self, name: str) -> torch.Tensor:
         buffer = self._state_names.get(name)
         if buffer is None:
-            raise BendingError(
-                f"{self!r} has no state for target '{name}'; it was registered for "
-                f"{sorted(self._state_names) or 'no target'}. Bend targets through "
-                "BendedModule.bend so that their state is allocated."
-            )
+            raise missing_state(repr(self), name, self._state_names)
         return getattr(self, buffer)
 
     def check_broadcast(self, state: torch.Tensor, x: torch.Tensor, name: str) -> None:
@@ -325,24 +290,10 @@ class BendingCallback(nn.Module):
             shapes = (state.shape, x.shape)
             if self._fitted.get(name) == shapes:
                 return
-            self._check_broadcast(state, x, name)
+            check_broadcast(self.label(), state, x, name)
             self._fitted[name] = shapes
             return
-        self._check_broadcast(state, x, name)
-
-    def _check_broadcast(self, state: torch.Tensor, x: torch.Tensor, name: str) -> None:
-        fits = state.dim() <= x.dim()
-        if fits:
-            for i in range(1, state.dim() + 1):
-                if state.shape[-i] != 1 and state.shape[-i] != x.shape[-i]:
-                    fits = False
-        if not fits:
-            raise BendingError(
-                f"{self.label()} holds state of shape {list(state.shape)} for '{name}', which "
-                f"was traced with that shape, but was called on a tensor of shape "
-                f"{list(x.shape)}. Give the callback dim= (for instance dim=-2 to act on "
-                f"channels only) so that its state broadcasts over any shape."
-            )
+        check_broadcast(self.label(), state, x, name)
 
     # -- printing -------------------------------------------------------------------------------
 
@@ -359,23 +310,12 @@ class BendingCallback(nn.Module):
         """The arguments that differ from their defaults (controls always, by name); none if
         they cannot be recovered."""
         try:
-            arguments = self.arguments()
+            return shown_arguments(self, self.arguments())
         except BendingError:
             return ""
-        parameters = inspect.signature(type(self).__init__).parameters
-        shown = []
-        for name, value in arguments.items():
-            default = parameters[name].default
-            if is_control(value) or default is inspect.Parameter.empty or value != default:
-                shown.append(f"{name}={_show(value)}")
-        return ", ".join(shown)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.extra_repr()})"
-
-
-def _show(value: Any) -> str:
-    return value.name if isinstance(value, BendingParameter) else repr(value)
 
 
 class Chain(BendingCallback):
@@ -457,15 +397,3 @@ class Chain(BendingCallback):
 
     def __repr__(self) -> str:
         return " >> ".join(repr(cb) for cb in self.callbacks)
-
-
-def static_product(callbacks: Sequence[BendingCallback], name: str) -> torch.Tensor | None:
-    """The product of the :meth:`~BendingCallback.static_factor` of ``callbacks`` on target
-    ``name`` (what applying them in turn multiplies by), if each has one; else ``None``."""
-    factor: torch.Tensor | None = None
-    for cb in callbacks:
-        f = cb.static_factor(name)
-        if f is None:
-            return None
-        factor = f if factor is None else factor * f
-    return factor

@@ -6,8 +6,8 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dim, call_axis, normalized_dim
 from .argument import Argument
+from .axes import as_dim, call_axis, normalized_dim
 from .base import BendingCallback
 from .capture import crossfade
 

@@ -9,8 +9,8 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dim, as_dims, call_axis, normalized_dim
 from .argument import Argument
+from .axes import as_dim, as_dims, call_axis, normalized_dim
 from .base import BendingCallback
 
 __all__ = ["Flip", "Roll", "TimeStretch"]

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 import torch
 
 from ..controls import Control
-from .args import as_dims, draw_key
 from .argument import Argument
+from .axes import as_dims
+from .draws import draw_key
 from .seeded import Seeded
 
 __all__ = ["Mask"]

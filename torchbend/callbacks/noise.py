@@ -6,8 +6,8 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dims, kept_shape
 from .argument import Argument
+from .axes import as_dims, kept_shape
 from .seeded import Seeded
 
 __all__ = ["Noise", "Normal"]

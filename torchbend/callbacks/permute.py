@@ -6,8 +6,9 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dim, call_axis, draw_key, normalized_dim
 from .argument import Argument
+from .axes import as_dim, call_axis, normalized_dim
+from .draws import draw_key
 from .seeded import Seeded
 
 __all__ = ["Permute"]

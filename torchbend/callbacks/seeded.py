@@ -11,9 +11,10 @@ from torch import nn
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import draw_key, kept_shape, mix_seed, name_crc
 from .argument import Argument
+from .axes import kept_shape
 from .base import BendingCallback
+from .draws import draw_key, mix_seed, name_crc
 
 __all__ = ["Drawn", "Seeded"]
 
@@ -31,7 +32,7 @@ class Drawn(nn.Module):
     targets: dict[str, tuple[list[int], torch.dtype, torch.device]]
     """Each registered target's shape, dtype and device."""
     crcs: dict[str, int]
-    """Each registered target's :func:`~torchbend.callbacks.args.name_crc`."""
+    """Each registered target's :func:`~torchbend.callbacks.draws.name_crc`."""
     seed: int | None
     """The seed the state was drawn from."""
 
@@ -127,7 +128,7 @@ class Seeded(BendingCallback):
 
     def generator_for(self, name: str) -> torch.Generator | None:
         """The generator target ``name`` draws from: ``seed`` mixed with its name (see
-        :func:`~torchbend.callbacks.args.target_seed`); ``None`` (torch's global generator)
+        :func:`~torchbend.callbacks.draws.target_seed`); ``None`` (torch's global generator)
         without a seed."""
         seed = self.seed
         if seed is None:

@@ -18,9 +18,10 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dims, draw_key
 from .argument import Argument
+from .axes import as_dims
 from .base import BendingCallback
+from .draws import draw_key
 from .seeded import Seeded
 
 __all__ = ["Guard", "Shaped", "Steps", "Subset", "Window", "options", "shaping"]

@@ -7,8 +7,8 @@ import math
 import torch
 
 from ..controls import Control
-from .args import as_dim, call_axis, normalized_dim
 from .argument import Argument
+from .axes import as_dim, call_axis, normalized_dim
 from .base import BendingCallback
 
 __all__ = ["Threshold", "ThresholdActivation"]

@@ -6,8 +6,8 @@ import torch
 
 from ..controls import Control
 from ..errors import BendingError
-from .args import as_dim, call_axis, kept_shape, normalized_dim
 from .argument import Argument
+from .axes import as_dim, call_axis, kept_shape, normalized_dim
 from .base import BendingCallback
 from .seeded import Seeded
 

@@ -40,7 +40,7 @@ def _bended(args: argparse.Namespace) -> BendedModule:
 
 
 def _apply_bendings(bended: BendedModule, args: argparse.Namespace) -> list[str]:
-    from ..callbacks.loading import load_callbacks
+    from ..callbacks.importing import load_callbacks
 
     for path in getattr(args, "plugins", None) or []:
         load_callbacks(path)  # the user's own callbacks, which a configuration may name
@@ -287,7 +287,11 @@ def _parameter(p: inspect.Parameter) -> str:
         if not isinstance(annotation, str):
             annotation = inspect.formatannotation(annotation)
         for long, short in [
-            ("torchbend.controls.BendingParameter | torchbend.controls.ControlView", "Control"),
+            (
+                "torchbend.controls.parameter.BendingParameter"
+                " | torchbend.controls.parameter.ControlView",
+                "Control",
+            ),
             ("collections.abc.", ""),
             ("typing.", ""),
         ]:

@@ -19,7 +19,7 @@ def parse_bend(spec: str) -> tuple[BendingCallback, str]:
 
     Arguments are Python literals only (numbers, strings, tuples, None): nothing is evaluated.
     """
-    from ..callbacks.loading import callback_from_name
+    from ..callbacks.importing import callback_from_name
 
     call, at, pattern = spec.partition("@")
     if not at or not pattern:

@@ -1,6 +1,6 @@
 """Export bended modules: TorchScript, nn~ (Max/MSP, Pure Data), torch.export and ONNX."""
 
-from .check import NNTildeReport, check_nntilde
+from .contract import NNTildeReport, check_nntilde
 from .nntilde import nntilde
 from .program import exportable, onnx, pt2
 from .torchscript import torchscript

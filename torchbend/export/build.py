@@ -12,11 +12,12 @@ import torch
 from torch import nn
 
 from ..callbacks.base import BendingCallback
+from ..controls import rules  # noqa: F401  (called by the TorchScript source script() defines)
 from ..errors import ExportError
 from ..folding import fold_slots
 from ..rewriting import ActivationSlot, build_graph_module, graph_module_record
 from ..tracing.surgery import strip_guards
-from .check import error_summary
+from .contract import error_summary
 from .plan import ExportPlan, leaves, start_from_silence
 from .source import methods_source
 
@@ -27,7 +28,7 @@ __all__ = ["ExportedModule", "ScriptedCallback", "ScriptedWeightCallback", "buil
 # (torchbend/callbacks/argument.py); the controls themselves are Python objects that
 # TorchScript ignores. So each callback is exported as a copy, and each ``set_<control>`` of
 # the exported module assigns the new number to every copy that reads it, as the control would
-# push it (``Argument.assignments``).
+# push it (export/source.py, through the functions of torchbend/controls/rules.py).
 # TorchScript duplicates a submodule met at two places of a module tree unless it is already
 # scripted: the copies are scripted first, so that the slots of every method and the container
 # share one object, and one assignment reaches them all (``torch.jit.save`` keeps the sharing).
@@ -111,11 +112,7 @@ def build(plan: ExportPlan) -> ExportedModule:
         weights.append((base, view.get_parameter(w.name).detach()))
     values = {name: c.control.get() for name, c in plan.controls.items()}
     # The exported controls ramp on from where the Python ones are, weights crossfades too.
-    ramps = {
-        name: (c.control._start, c.control._step)
-        for name, c in plan.controls.items()
-        if c.control.ramp
-    }
+    ramps = {name: c.control.ramp_position() for name, c in plan.controls.items() if c.control.ramp}
     fades = plan.bended.fades()
     faded = {}
     for name, c in plan.controls.items():
@@ -202,7 +199,8 @@ def script(
     scripted = _script(container)
     source = methods_source(plan, getters) + extra
     try:
-        # ``define`` resolves the names the source uses (``math``) in this function's globals.
+        # ``define`` resolves the names the source uses (``math``, ``rules``) in this
+        # function's globals.
         scripted.define(source)
     except Exception as e:
         raise ExportError(

@@ -5,8 +5,7 @@ from __future__ import annotations
 import copy
 import io
 import math
-import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,15 +15,12 @@ import torch.fx
 from ..bended import BendedModule
 from ..errors import ExportError, TracingError
 from ..safety import Safety, safety_stage
-from ..tracing.facts import describe_fact
-from ..tracing.records import record_of
-from .arguments import MISSING, ExportedArgument
 from .build import build, script
-from .check import (
+from .calls import check_one_graph, default_labels, infer_params, least_buffer
+from .contract import (
     MAX_BUFFER_SIZE,
-    TEST_BATCHES,
+    FileContract,
     NNTildeReport,
-    buffer_sizes,
     check_nntilde,
     check_params,
     check_streams,
@@ -36,7 +32,6 @@ from .torchscript import save
 from .verify import check_export
 
 if TYPE_CHECKING:
-    from ..parts.dispatch import Entry
     from ..parts.view import BendedView
 
 __all__ = ["MAX_SAMPLE_RATE", "MIN_SAMPLE_RATE", "TYPE_HASH", "nntilde"]
@@ -88,7 +83,7 @@ def nntilde(
     nn~ calls the file buffer by buffer, so a model that can stream (it has
     ``set_streaming``) must be exported streaming: the file starts from silence (the model's
     ``reset_cache()`` on the exported copy) and must carry its state from one buffer to the
-    next (:func:`~torchbend.export.check.check_streams`), or the export fails saying to call
+    next (:func:`~torchbend.export.contract.check_streams`), or the export fails saying to call
     ``set_streaming(True)`` before tracing. A plain module given ``params`` is put in
     streaming mode before it is traced here, as ``torchbend export`` does.
 
@@ -113,7 +108,7 @@ def nntilde(
         min_buffer_size: the smallest buffer, in samples, the model takes, a power of two
             (default: the wrapped module's ``ratio`` attribute, else 1), raised to the
             largest in or out ratio of the exported methods (nn~ never sends fewer samples);
-            checks run from there up to :data:`~torchbend.export.check.MAX_BUFFER_SIZE`.
+            checks run from there up to :data:`~torchbend.export.contract.MAX_BUFFER_SIZE`.
         safety: ``True``: the safety stage with its default settings at ``sample_rate``;
             a :class:`~torchbend.audio.Safety` (at ``sample_rate``) for other settings;
             ``False``: the methods' outputs as they are.
@@ -174,13 +169,13 @@ def nntilde(
         )
         for method in plan.methods
     }
-    least = _least_buffer(module.module, min_buffer_size, method_params.values())
+    least = least_buffer(module.module, min_buffer_size, method_params.values())
     container = build(plan)
     check_export(plan, container)
     for method in plan.methods:
         entry = plan.entries[method]
         values = method_params[method]
-        _check_one_graph(plan.bended, method, entry, values, least)
+        check_one_graph(plan.bended, method, entry, values, least)
         if stage is not None and values[3] == 1:
             _append_safety(container, plan, method, stage)
         container.register_buffer(f"{method}_params", torch.tensor(values))
@@ -188,7 +183,7 @@ def nntilde(
             ("input", values[0], input_labels),
             ("output", values[2], output_labels),
         ):
-            labels = list((given or {}).get(method) or _labels(side, count))
+            labels = list((given or {}).get(method) or default_labels(side, count))
             if len(labels) != count:
                 raise ExportError(
                     f"method {method!r}: expected {count} {side} labels (one per channel), "
@@ -214,22 +209,6 @@ def nntilde(
             Path(path).unlink(missing_ok=True)
             raise
     return report
-
-
-def _least_buffer(model: Any, given: int | None, method_params: Iterable[Sequence[int]]) -> int:
-    """The smallest buffer nn~ runs the file's methods on, in samples.
-
-    nn~ takes the largest in or out ratio among all the methods of a file as its smallest
-    buffer (a smaller one is raised to it), so an autoencoder whose ``forward`` maps ``T`` to
-    ``T`` is only ever called with buffers its ``encode`` ratio divides, though ``forward``'s
-    own ratios are 1. ``given`` (``min_buffer_size=``) or the model's ``ratio`` attribute may
-    ask for more, never for less.
-    """
-    highest = max((max(p[1], p[3]) for p in method_params), default=1)
-    if given is None:
-        inner = getattr(model, "ratio", 1)
-        given = inner if isinstance(inner, int) and not isinstance(inner, bool) else 1
-    return max(int(given), highest)
 
 
 class SafeOutput(torch.nn.Module):
@@ -371,48 +350,6 @@ def _activation_keys(view: BendedView) -> list[str]:
     return [k for b in view.bendings for k in b.keys() if ":" in k]
 
 
-class FileContract:
-    """What an nn~ TorchScript file declares (methods, their params and labels, sample rate,
-    attributes): the defaults of an nn~ export of the file bent."""
-
-    def __init__(self, file: torch.jit.ScriptModule) -> None:
-        self.file = file
-        names = file.get_methods() if hasattr(file, "get_methods") else ["forward"]
-        self.methods = list(names)
-        self.params = {
-            m: [int(v) for v in getattr(file, f"{m}_params").tolist()]
-            for m in self.methods
-            if hasattr(file, f"{m}_params")
-        }
-        self.input_labels = self._labels("input")
-        self.output_labels = self._labels("output")
-        rate = getattr(file, "sr", None)
-        if rate is None and hasattr(file, "get_sample_rate"):
-            rate = file.get_sample_rate()
-        self.sample_rate = int(rate) if isinstance(rate, int) else None
-        ratios = [r for p in self.params.values() for r in (p[1], p[3])]
-        least = getattr(file, "min_buffer_size", None)  # torchbend's own nn~ files say
-        self.min_buffer_size = int(least) if least is not None else max(ratios, default=1)
-        """The smallest buffer nn~ may run the file's methods on (at least their ratios)."""
-        self.attributes = list(file.get_attributes()) if hasattr(file, "get_attributes") else []
-
-    def _labels(self, side: str) -> dict[str, list[str]]:
-        return {
-            m: list(getattr(self.file, f"{m}_{side}_labels"))
-            for m in self.methods
-            if hasattr(self.file, f"{m}_{side}_labels")
-        }
-
-    def warn_dropped(self) -> None:
-        if self.attributes:
-            warnings.warn(
-                f"the file's nn~ attributes {self.attributes} are not in the bent file: its "
-                "methods are written from the graphs converted with the attributes' present "
-                "values (set them before tracing to keep others)",
-                stacklevel=3,
-            )
-
-
 def _rewrite_scripted(view: BendedView, path: Path) -> NNTildeReport:
     """The TorchScript file ``view`` wraps, written to ``path`` with its weights bent."""
     buffer = io.BytesIO()
@@ -424,104 +361,3 @@ def _rewrite_scripted(view: BendedView, path: Path) -> NNTildeReport:
         for name, p in copy.named_parameters():
             p.copy_(bent[name])
     return _save_checked(copy, path)
-
-
-def _check_one_graph(
-    bended: BendedView, method: str, entry: Entry, values: Sequence[int], least: int
-) -> None:
-    """The exported file holds one graph per method: make sure nn~'s calls all take it.
-
-    Graphs whose decisions read the batch size or the length (a length check, say) are
-    traced again on every input nn~ will give; each must take the same decisions, so that
-    the one graph is right for all of them.
-    """
-    if not any(f[1] in ("shape", "value", "sig") and f[2] not in (1, -2) for f in entry.facts):
-        return
-    in_channels, in_ratio = values[0], values[1]
-    ratio = max(values[1], values[3], least)
-    first = bended.signature(method).names[0]
-    for batch in TEST_BATCHES:
-        for size in buffer_sizes(ratio):
-            x = torch.zeros(batch, in_channels, size // in_ratio)
-            try:
-                fits = bended.entry_for(method, {first: x}) is entry
-            except TracingError as e:
-                raise ExportError(
-                    f"method {method!r} cannot run on an input of shape {list(x.shape)}, "
-                    f"which nn~ gives it (batches {list(TEST_BATCHES)}, buffers of {ratio} to "
-                    f"{MAX_BUFFER_SIZE} samples): {e}"
-                ) from e
-            if not fits:
-                facts = ", ".join(describe_fact(f) for f in entry.facts)
-                if entry.backend != "concrete":
-                    fixed_batch = (first, "shape", 0) in entry.facts
-                    if fixed_batch:
-                        advice = "Trace it on a batch of 2 or more (torch.export fixes sizes of 1)"
-                    else:
-                        advice = "torch.export's guards leave this length out of the graph's range"
-                    if entry.backend == "export":
-                        advice += ", or with the concrete tracer: BendedModule(model, "
-                        advice += "backend='concrete')"
-                    raise ExportError(
-                        f"method {method!r} was traced by the {entry.backend} backend, whose "
-                        f"graph holds for the sizes torch.export left symbolic, not for an "
-                        f"input of shape {list(x.shape)} (it fixed {facts}); nn~ calls it with "
-                        f"batches {list(TEST_BATCHES)} and buffers of {ratio} to "
-                        f"{MAX_BUFFER_SIZE} samples. {advice}."
-                    )
-                raise ExportError(
-                    f"method {method!r} takes other decisions on an input of shape "
-                    f"{list(x.shape)} than on the one it was traced with (they read {facts}); "
-                    f"nn~ calls it with batches {list(TEST_BATCHES)} and buffers of {ratio} to "
-                    f"{MAX_BUFFER_SIZE} samples, and the exported "
-                    "file holds one graph. Make those decisions independent of the batch size "
-                    "and length."
-                )
-
-
-def infer_params(
-    method: str, entry: Entry, arguments: Sequence[ExportedArgument] = ()
-) -> tuple[int, int, int, int]:
-    """``[in_channels, in_ratio, out_channels, out_ratio]`` from the traced shapes (nn~ gives
-    the first argument; the others, which must have defaults, keep them)."""
-    inputs = [n for n in entry.graph.nodes if n.op == "placeholder"]
-    names = [str(n.target) for n in inputs]
-    if arguments:  # the first input, and any other argument without a default
-        names = [a.name for a in arguments if a.default is MISSING or a.name in names[:1]]
-    if len(names) != 1 or not inputs or names[0] != str(inputs[0].target):
-        raise ExportError(
-            f"method {method!r} takes {len(names)} inputs ({', '.join(names)}); nn~ gives "
-            "one [batch, channels, time] tensor (give the others defaults)"
-        )
-    in_shape = _shape(method, "input", record_of(inputs[0]).shape)
-    out = next(n for n in entry.graph.nodes if n.op == "output").args[0]
-    out_shape = _shape(
-        method, "output", record_of(out).shape if isinstance(out, torch.fx.Node) else out
-    )
-    t_in, t_out = in_shape[2], out_shape[2]
-    if t_in % t_out == 0:
-        return in_shape[1], 1, out_shape[1], t_in // t_out
-    if t_out % t_in == 0:
-        return in_shape[1], t_out // t_in, out_shape[1], 1
-    raise ExportError(
-        f"method {method!r} maps {t_in} time steps to {t_out}: not a whole ratio; nn~ needs "
-        "out_ratio = input length / output length (or its inverse) to be a power of two"
-    )
-
-
-def _shape(method: str, side: str, shape: Any) -> torch.Size:
-    if not isinstance(shape, torch.Size):
-        raise ExportError(
-            f"method {method!r}: nn~ needs one {side} tensor [batch, channels, time], the "
-            f"traced {side} is {shape!r}"
-        )
-    if len(shape) != 3:
-        raise ExportError(
-            f"method {method!r}: nn~ needs a 3-D {side} [batch, channels, time], the traced "
-            f"{side} is {len(shape)}-D {list(shape)}"
-        )
-    return shape
-
-
-def _labels(side: str, count: int) -> list[str]:
-    return [f"(signal) model {side} {i}" for i in range(count)]

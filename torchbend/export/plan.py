@@ -25,10 +25,26 @@ __all__ = [
     "ExportPlan",
     "PlannedControl",
     "PlannedWeight",
+    "PlannedWrite",
     "from_silence",
     "leaves",
     "start_from_silence",
 ]
+
+
+@dataclass(frozen=True)
+class PlannedWrite:
+    """An argument that a control's setter assigns in an exported module."""
+
+    callback: int
+    """The index of the exported callback."""
+    path: str
+    """Where the callback whose argument it is sits in it: ``""`` (itself), ``"callback"``
+    (the one a :class:`~torchbend.callbacks.shaping.Shaped` holds)."""
+    argument: Argument
+    """The argument, as declared."""
+    source: Control
+    """What drives it: the control, or a view of it."""
 
 
 @dataclass
@@ -36,10 +52,8 @@ class PlannedControl:
     """A control of the export, and what a change of it must reach."""
 
     control: BendingParameter
-    writes: list[tuple[int, str, Argument, Control]] = field(default_factory=list)
-    """``(callback index, path, argument, what drives it)``: the arguments to assign on set,
-    of the callback or of the callback it holds at ``path`` (``"callback"`` in a
-    :class:`~torchbend.callbacks.shaping.Shaped`; ``""``: the callback itself)."""
+    writes: list[PlannedWrite] = field(default_factory=list)
+    """The arguments to assign on set."""
     weights: list[int] = field(default_factory=list)
     """Indices of the weights bent again on set."""
 
@@ -180,10 +194,10 @@ class ExportPlan:
             for path, cb in leaf.named_modules():
                 if not isinstance(cb, BendingCallback):
                     continue
-                found = {a: v for a, v in cb._controlled.items() if control_of(v) is control}
+                found = {a: v for a, v in cb.controlled().items() if control_of(v) is control}
                 arguments = declared(type(cb))
                 _check_derives(name, cb, [a for a in found if arguments[a].derives])
-                writes += [(i, path, arguments[arg], source) for arg, source in found.items()]
+                writes += [PlannedWrite(i, path, arguments[a], v) for a, v in found.items()]
             if not writes:
                 raise ExportError(
                     f"control {name!r} is read by {leaf!r} other than through one of its "

@@ -1,6 +1,9 @@
 """TorchScript source of exported modules: methods, control setters and getters, nn~'s contract.
 
-Every line of TorchScript that torchbend writes as text is written here.
+Every line of TorchScript that torchbend writes as text is written here. The rules controls
+follow (a ramp's values, the bounds of the arguments they drive, the conversion of their values
+into those arguments) are not: the methods written here call the scriptable functions of
+:mod:`torchbend.controls.rules`, which Python calls too, compiled into the exported file.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ..controls import ControlView
 from ..errors import ExportError
 from .arguments import (
     MISSING,
@@ -19,7 +23,7 @@ from .arguments import (
     type_source,
     value_source,
 )
-from .plan import ExportPlan, PlannedControl
+from .plan import ExportPlan, PlannedControl, PlannedWrite
 from .reader import FORMAT, VERSION
 
 __all__ = ["CONTROLS_METHOD", "contract_source", "controls_metadata", "methods_source"]
@@ -140,9 +144,8 @@ def _control_source(name: str, c: PlannedControl, getters: str, plan: ExportPlan
     if control.ramp:
         lines += _ramp_from_source(name, control.kind, control.ramp)
     lines += [f"    self.tb_control_{name} = value"]
-    for i, path, argument, source in c.writes:
-        assignments = argument.assignments(_held(i, path), source, "value")
-        lines += ["    " + line for line in assignments]
+    for write in c.writes:
+        lines += ["    " + line for line in _assignments(write, "value")]
     lines += _derive_source(c)
     if control.ramp:
         lines += [f"    self.tb_ramp_{name}()"]
@@ -160,11 +163,47 @@ def _control_source(name: str, c: PlannedControl, getters: str, plan: ExportPlan
     return lines
 
 
-def _held(i: int, path: str) -> str:
-    """The scripted callback ``i`` of the export, or the one it holds at ``path``."""
-    return f"self.tb_callback_{i}.callback" + "".join(
-        f"[{part}]" if part.isdigit() else f".{part}" for part in path.split(".") if part
+def _held(write: PlannedWrite) -> str:
+    """The scripted callback a write reaches: callback ``write.callback`` of the export, or
+    the one it holds at ``write.path``."""
+    return f"self.tb_callback_{write.callback}.callback" + "".join(
+        f"[{part}]" if part.isdigit() else f".{part}" for part in write.path.split(".") if part
     )
+
+
+def _assignments(write: PlannedWrite, value: str) -> list[str]:
+    """Statements that do what a push of the control, set to ``value`` (a variable), does to
+    the argument ``write`` reaches. Scripted callbacks do not ramp while set: the call's start
+    and end are the value (``tb_ramp_<control>`` writes them after, for a ramping control)."""
+    held, name = _held(write), write.argument.name
+    lines = [f"{held}.{name} = {_argument_value(write, value)}"]
+    if write.argument.ramps:
+        now = f"float({held}.{name})"
+        lines.append(f"{held}.set_call_range({name!r}, {now}, {now}, {now})")
+    return lines
+
+
+def _argument_value(write: PlannedWrite, value: str) -> str:
+    """What the argument ``write`` reaches holds when its control is ``value`` (a variable):
+    through the view that drives it, converted by :mod:`~torchbend.controls.rules`, as
+    :meth:`~torchbend.callbacks.Argument.convert` does in Python."""
+    argument, source = write.argument, write.source
+    if isinstance(source, ControlView):
+        value = f"rules.viewed(float({value}), {source.scale!r}, {source.offset!r})"
+    if argument.kind is bool:
+        return f"rules.bool_argument(float({value}))"
+    if argument.kind is int:
+        low, high = _optional(argument.low, int), _optional(argument.high, int)
+        return f"rules.int_argument(int({value}), {low}, {high})"
+    low, high = _optional(argument.low), _optional(argument.high)
+    return f"rules.float_argument(float({value}), {low}, {high})"
+
+
+def _optional(x: float | None, kind: type = float) -> str:
+    """``x`` as TorchScript source of ``kind`` (an int or a float), or ``None``."""
+    if x is None:
+        return "None"
+    return _number(int(x)) if kind is int else _number(float(x))
 
 
 # -- ramps -------------------------------------------------------------------------------------
@@ -190,10 +229,8 @@ def _as_float(name: str, kind: str) -> str:
 def _ramp_from_source(name: str, kind: str, ramp: int) -> list[str]:
     """In ``set_``: the ramp starts where the one under way is (its value at rest)."""
     return [
-        f"    now = {_as_float(name, kind)}",
-        f"    if self.tb_step_{name} < {ramp}:",
-        f"        now = self.tb_start_{name} + (now - self.tb_start_{name}) * "
-        f"self.tb_step_{name} / {ramp}",
+        f"    now = rules.call_range(self.tb_start_{name}, {_as_float(name, kind)}, "
+        f"self.tb_step_{name}, {ramp})[0]",
         f"    self.tb_start_{name} = now",
         f"    self.tb_step_{name} = 0",
     ]
@@ -217,7 +254,7 @@ def _fade_source(name: str, c: PlannedControl, plan: ExportPlan) -> list[str]:
         lines += ["        self.tb_settle()"]
     lines += [f"    self.tb_weight_after_{k}.copy_(self.tb_weight_live_{k})" for k in c.weights]
     lines += [f"    self.tb_fading_{name} = True"]
-    lines += [_lerp_line(k, f"float(min(1, {n})) / {n}", "    ") for k in c.weights]
+    lines += [_lerp_line(k, f"rules.fade_weight(0, {n})", "    ") for k in c.weights]
     return lines
 
 
@@ -240,23 +277,17 @@ def _ramps_source(plan: ExportPlan) -> list[str]:
         n = c.control.ramp
         lines += [
             f"def tb_ramp_{name}(self):",
-            f"    value = {_as_float(name, c.control.kind)}",
-            f"    start = self.tb_start_{name}",
-            f"    step = self.tb_step_{name}",
-            "    s = value",
-            "    e = value",
-            f"    if step < {n}:",
-            f"        s = start + (value - start) * step / {n}",
-            f"        e = start + (value - start) * (step + 1) / {n}",
+            f"    s, e = rules.call_range(self.tb_start_{name}, "
+            f"{_as_float(name, c.control.kind)}, self.tb_step_{name}, {n})",
         ]
-        ramped = [(i, path, a, source) for i, path, a, source in c.writes if a.ramps]
-        for i, path, argument, source in ramped:
-            held = _held(i, path)
-            start, end = argument.expression(source, "s"), argument.expression(source, "e")
-            lines += [
-                f"    {held}._ramps[{argument.name!r}] = (float({start}), float({end}), "
-                f"float({held}.{argument.name}))"
-            ]
+        for write in c.writes:
+            if write.argument.ramps:
+                held, arg = _held(write), write.argument.name
+                start, end = _argument_value(write, "s"), _argument_value(write, "e")
+                lines += [
+                    f"    {held}.set_call_range({arg!r}, float({start}), float({end}), "
+                    f"float({held}.{arg}))"
+                ]
         lines += ["    pass"]
     faded = [name for name in names if plan.controls[name].weights]
     lines += ["def tb_settle(self):"]
@@ -277,7 +308,7 @@ def _ramps_source(plan: ExportPlan) -> list[str]:
                 f"        if self.tb_fading_{name}:",
                 f"            if self.tb_step_{name} < {n}:",
             ]
-            weight = f"float(min(self.tb_step_{name} + 1, {n})) / {n}"
+            weight = f"rules.fade_weight(self.tb_step_{name}, {n})"
             lines += [_lerp_line(k, weight, "                ") for k in c.weights]
             lines += ["            else:", f"                self.tb_fading_{name} = False"]
             lines += [f"                self.tb_rebend_{k}()" for k in c.weights]
@@ -294,17 +325,14 @@ def _admits_source(c: PlannedControl) -> list[str]:
         low, high = control.range
         if control.kind == "int":
             low, high = math.ceil(low), math.floor(high)
-        tests += [f"value < {_number(low)}", f"value > {_number(high)}"]
-    for bound in control.bounds():  # as Bound.admits: the argument's value within its bounds
-        value = "value"
-        if (bound.scale, bound.offset) != (1.0, 0.0):
-            value = f"(float(value) * {bound.scale!r} + {bound.offset!r})"
-            if bound.finite:
-                tests.append(f"math.isinf({value})")
-        if bound.low is not None:
-            tests.append(f"{value} < {_number(bound.low)}")
-        if bound.high is not None:
-            tests.append(f"{value} > {_number(bound.high)}")
+        span = f"{_optional(low)}, {_optional(high)}"
+        tests += [f"not rules.admits(float(value), {span}, False, 1.0, 0.0)"]
+    for bound in control.bounds():  # as Bound.admits
+        admits = (
+            f"rules.admits(float(value), {_optional(bound.low)}, {_optional(bound.high)}, "
+            f"{bound.finite}, {bound.scale!r}, {bound.offset!r})"
+        )
+        tests.append(f"not {admits}")
     if not tests:
         return []
     lines = [f"    if {' or '.join(tests)}:"]
@@ -320,8 +348,11 @@ def _admits_source(c: PlannedControl) -> list[str]:
 
 
 def _number(x: float) -> str:
-    """``x`` as TorchScript source (an int stays an int: 64-bit bounds are exact)."""
-    return repr(x) if isinstance(x, int) and not isinstance(x, bool) else repr(float(x))
+    """``x`` as TorchScript source (an int stays an int: 64-bit bounds are exact; an infinite
+    float is ``math.inf``)."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return repr(x)
+    return repr(float(x)) if math.isfinite(x) else ("math.inf" if x > 0 else "-math.inf")
 
 
 def contract_source(methods: Sequence[str], attributes: Sequence[str]) -> str:
@@ -350,5 +381,5 @@ def _derive_source(c: PlannedControl) -> list[str]:
     """In ``set_``, after the control's values are written: ``control_changed()`` of each
     callback that derives state from an argument the control drives (a mask from ``prob``,
     draws from ``seed``), once, as the control's push calls it in Python."""
-    held = dict.fromkeys(_held(i, path) for i, path, argument, _ in c.writes if argument.derives)
+    held = dict.fromkeys(_held(write) for write in c.writes if write.argument.derives)
     return [f"    {callback}.control_changed()" for callback in held]

@@ -10,7 +10,7 @@ import torch
 
 from ..errors import ExportError
 from .build import build, script
-from .check import error_summary
+from .contract import error_summary
 from .plan import ExportPlan
 from .reader import CONTROLS_FILE
 from .source import CONTROLS_METHOD

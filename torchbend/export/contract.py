@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from ..errors import ExportError
 __all__ = [
     "MAX_BUFFER_SIZE",
     "TEST_BATCHES",
+    "FileContract",
     "MethodCheck",
     "NNTildeReport",
     "buffer_sizes",
@@ -241,3 +243,45 @@ def error_summary(e: BaseException) -> str:
     if len(lines) > 1 and lines[0].startswith("The following operation failed"):
         return lines[-1]
     return lines[0]
+
+
+class FileContract:
+    """What an nn~ TorchScript file declares (methods, their params and labels, sample rate,
+    attributes): the defaults of an nn~ export of the file bent."""
+
+    def __init__(self, file: torch.jit.ScriptModule) -> None:
+        self.file = file
+        names = file.get_methods() if hasattr(file, "get_methods") else ["forward"]
+        self.methods = list(names)
+        self.params = {
+            m: [int(v) for v in getattr(file, f"{m}_params").tolist()]
+            for m in self.methods
+            if hasattr(file, f"{m}_params")
+        }
+        self.input_labels = self._labels("input")
+        self.output_labels = self._labels("output")
+        rate = getattr(file, "sr", None)
+        if rate is None and hasattr(file, "get_sample_rate"):
+            rate = file.get_sample_rate()
+        self.sample_rate = int(rate) if isinstance(rate, int) else None
+        ratios = [r for p in self.params.values() for r in (p[1], p[3])]
+        least = getattr(file, "min_buffer_size", None)  # torchbend's own nn~ files say
+        self.min_buffer_size = int(least) if least is not None else max(ratios, default=1)
+        """The smallest buffer nn~ may run the file's methods on (at least their ratios)."""
+        self.attributes = list(file.get_attributes()) if hasattr(file, "get_attributes") else []
+
+    def _labels(self, side: str) -> dict[str, list[str]]:
+        return {
+            m: list(getattr(self.file, f"{m}_{side}_labels"))
+            for m in self.methods
+            if hasattr(self.file, f"{m}_{side}_labels")
+        }
+
+    def warn_dropped(self) -> None:
+        if self.attributes:
+            warnings.warn(
+                f"the file's nn~ attributes {self.attributes} are not in the bent file: its "
+                "methods are written from the graphs converted with the attributes' present "
+                "values (set them before tracing to keep others)",
+                stacklevel=3,
+            )

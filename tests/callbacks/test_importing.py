@@ -1,4 +1,4 @@
-"""Tests of torchbend.callbacks.loading, and of the drop-in callbacks of the repo's callbacks/."""
+"""Tests of torchbend.callbacks.importing, and of the drop-in callbacks of the repo's callbacks/."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from torch import nn
 
 import torchbend as tb
 from torchbend.callbacks import Mask, Scale, callback_from_name, load_callbacks
-from torchbend.callbacks.loading import PACKAGE
+from torchbend.callbacks.importing import PACKAGE
 from torchbend.controls import BendingParameter
 
-FOLDER = Path(__file__).resolve().parents[1] / "callbacks"
+FOLDER = Path(__file__).resolve().parents[2] / "callbacks"
 CPU = torch.device("cpu")
 ACT = "forward:conv"
 WEIGHT = "conv.weight"

@@ -1,0 +1,27 @@
+"""Named live controls: scalars that push their values into the callback arguments they drive."""
+
+from .bounds import MAX_RAMP, Bound, Number
+from .parameter import (
+    BendingParameter,
+    Control,
+    ControlView,
+    Reader,
+    control_of,
+    is_control,
+)
+from .widgets import CURVES, WIDGETS, Widget
+
+__all__ = [
+    "CURVES",
+    "MAX_RAMP",
+    "WIDGETS",
+    "BendingParameter",
+    "Bound",
+    "Control",
+    "ControlView",
+    "Number",
+    "Reader",
+    "Widget",
+    "control_of",
+    "is_control",
+]

@@ -1,0 +1,123 @@
+"""The rules controls follow, as scriptable functions that Python and exported files both call.
+
+A control's ramp, the bounds of the arguments it drives and the conversion of its values into
+those arguments are each written once, here: :class:`~torchbend.BendingParameter`,
+:class:`~torchbend.controls.Bound` and :class:`~torchbend.callbacks.Argument` call these
+functions eagerly, and the methods of an exported module call them scripted
+(``torch.jit.script`` compiles them into the file, which then needs no torchbend to run).
+
+Notes:
+    The functions take and return plain floats, ints and bools, and do the same float
+    operations in the same order as Python: an exported module gives Python's values bit for
+    bit (``tests/controls/test_rules.py`` checks each function eager against scripted). A Python
+    int given where a float is typed (the 64-bit bounds of an int argument) is compared exactly
+    eagerly; scripted, TorchScript compares it as a float, as it did when written inline.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+
+__all__ = [
+    "admits",
+    "bool_argument",
+    "call_range",
+    "fade_weight",
+    "float_argument",
+    "int_argument",
+    "ramp_along",
+    "viewed",
+]
+
+# Optional[...] rather than ``X | None``: TorchScript reads these annotations, and does not
+# parse the ``|`` union on every torch version torchbend supports.
+
+
+def call_range(start: float, value: float, step: int, ramp: int) -> tuple[float, float]:
+    """A control's values at the start and at the end of the current call: ``step`` calls
+    into a ramp of ``ramp`` calls from ``start`` to ``value`` (``value`` twice at rest, once
+    ``step`` reached ``ramp``)."""
+    if step >= ramp:
+        return value, value
+    return (
+        start + (value - start) * step / ramp,
+        start + (value - start) * (step + 1) / ramp,
+    )
+
+
+def ramp_along(start: float, end: float, x: torch.Tensor) -> torch.Tensor:
+    """``x.shape[-1]`` values going from ``start`` (at the start of a call) to ``end`` (its
+    last value): what an argument ramping over the call on ``x`` takes along ``x``'s last
+    (time) axis, of ``x``'s dtype if it is a float."""
+    values = torch.linspace(start, end, x.shape[-1] + 1, device=x.device)[1:]
+    if x.is_floating_point():
+        return values.to(x.dtype)
+    return values
+
+
+def fade_weight(step: int, ramp: int) -> float:
+    """How far a crossfade of bent weights is in the call after ``step`` calls of a ramp of
+    ``ramp`` calls: from ``1 / ramp`` (the first call) to 1 (the last)."""
+    return float(min(step + 1, ramp)) / ramp
+
+
+def viewed(value: float, scale: float, offset: float) -> float:
+    """``scale * value + offset``: what a view of a control holds (``2 * p``, ``1 - p``)."""
+    return value * scale + offset
+
+
+def admits(
+    value: float,
+    low: Optional[float],  # noqa: UP045 (TorchScript)
+    high: Optional[float],  # noqa: UP045 (TorchScript)
+    finite: bool,
+    scale: float,
+    offset: float,
+) -> bool:
+    """Whether an argument bounded by ``low`` and ``high`` (inclusive, ``None``: unbounded),
+    finite if ``finite``, takes ``value`` of the control that drives it through a view of
+    ``scale`` and ``offset``. NaN never passes."""
+    argument = viewed(value, scale, offset)
+    if math.isnan(argument) or (finite and math.isinf(argument)):
+        return False
+    if low is not None and argument < low:
+        return False
+    return high is None or argument <= high
+
+
+def float_argument(
+    value: float,
+    low: Optional[float],  # noqa: UP045 (TorchScript)
+    high: Optional[float],  # noqa: UP045 (TorchScript)
+) -> float:
+    """A control's value as a float argument bounded by ``low`` and ``high``, brought into
+    them (``None``: unbounded)."""
+    # Python's max(value, low) and min(value, high), written so that TorchScript gives the
+    # same value too: its min and max differ on signed zeros (min(-0.0, 0.0) is 0.0 there).
+    if low is not None and value < low:
+        value = low
+    if high is not None and value > high:
+        value = high
+    return value
+
+
+def int_argument(
+    value: int,
+    low: Optional[int],  # noqa: UP045 (TorchScript)
+    high: Optional[int],  # noqa: UP045 (TorchScript)
+) -> int:
+    """A control's value, made whole, as an int argument bounded by ``low`` and ``high``,
+    brought into them (``None``: unbounded)."""
+    if low is not None and value < low:  # as float_argument
+        value = low
+    if high is not None and value > high:
+        value = high
+    return value
+
+
+def bool_argument(value: float) -> bool:
+    """A control's value as a bool argument: any value but 0 is true."""
+    return bool(value)
