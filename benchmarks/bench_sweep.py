@@ -53,8 +53,8 @@ import torchbend as tb
 from torchbend.audio.render import render
 from torchbend.config import BendingConfig
 from torchbend.sweep import LocalPool, RayEngine
+from torchbend.sweep.jobs import Setup, encode
 from torchbend.sweep.measure import measure
-from torchbend.sweep.render import Setup, encode
 from torchbend.sweep.run import load
 
 ROOT = Path(__file__).resolve().parents[1]

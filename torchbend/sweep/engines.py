@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SweepError
-from .render import Job, Renderer, Setup
+from .jobs import Job, Renderer, Setup
 from .wire import read_message, write_message
 
 __all__ = [
