@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from .axis import Axis
-from .engines import worker_startup
 from .jobs import Job, Renderer, Setup
+from .process import worker_startup
 from .space import Sweep, load
 from .spec import SweepSpec
 

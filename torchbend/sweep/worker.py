@@ -1,5 +1,6 @@
 """A local sweep worker: ``python -m torchbend.sweep.worker``, started by
-:class:`~torchbend.sweep.engines.LocalPool`.
+:class:`~torchbend.sweep.engines.LocalPool` through a
+:class:`~torchbend.sweep.process.WorkerProcess`.
 
 It reads a :class:`~torchbend.sweep.jobs.Setup` then jobs from its standard input and writes
 ``("ready", pid)`` then one ``("done", id, (row, audio))`` per job on its standard output
