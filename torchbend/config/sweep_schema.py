@@ -20,7 +20,8 @@ AXIS_FIELDS = {
 }
 """The kinds of axes, each by the field that names it, and the fields that go with each."""
 
-_PATH = r"^[^.]+(\.[^.]+)*\Z"
+# Written for any regex engine (an editor's, ECMA's), not Python's alone: no \Z.
+_PATH = r"^[^.\n]+(\.[^.\n]+)*$"
 _AXIS_EXAMPLE = "{'bendings.0.callback.args.std': {'range': [0, 1], 'steps': 5}}"
 
 _FIELD_SCHEMAS: dict[str, Any] = {
