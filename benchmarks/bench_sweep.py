@@ -15,7 +15,7 @@ points x 3 sounds by default). One torch thread per worker. In this order:
 3. the Ray engine with 2 actors, on a local Ray cluster (2 CPUs) this script starts first;
 4. the command ``torchbend sweep run --workers 2`` killed (SIGKILL to its process group) once a
    third of the rows are in the manifest, then the sweep run again to its end;
-5. the atlas of that sweep (``tb.sweep.map``), opened in headless Chromium.
+5. the atlas of that sweep (``tb.sweep.draw_map``), opened in headless Chromium.
 
 Each engine's wall time is that of the whole ``run`` call (loading the model, the unbent
 renders, starting the workers, the renders, the manifest); "after start-up" counts from the
@@ -53,8 +53,8 @@ import torchbend as tb
 from torchbend.audio.render import render
 from torchbend.config import BendingConfig
 from torchbend.sweep import LocalPool, RayEngine
+from torchbend.sweep.jobs import Setup, encode
 from torchbend.sweep.measure import measure
-from torchbend.sweep.render import Setup, encode
 from torchbend.sweep.run import load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -232,7 +232,7 @@ def kill_and_resume(spec_path: Path, out: Path, renders: int) -> tuple[int, int,
 def check_atlas(folder: Path) -> tuple[int, int, list[str], bool, float]:
     """The atlas drawn and opened: (points drawn, rows, errors, PNG written, seconds to draw)."""
     began = time.perf_counter()
-    made = tb.sweep.map(folder)
+    made = tb.sweep.draw_map(folder)
     seconds = time.perf_counter() - began
     rows = len(tb.sweep.read_rows(folder))
     png = made.png is not None and made.png.is_file() and made.png.stat().st_size > 0

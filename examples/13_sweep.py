@@ -104,7 +104,7 @@ def main() -> None:
         flags = [name for name, on in row["flags"].items() if on]
         say(f"  {row['measures']['peak_dbfs']:6.1f} dBFS  {row['id']}  {', '.join(flags)}")
 
-    atlas = tb.sweep.map(str(out / "sweep"))
+    atlas = tb.sweep.draw_map(str(out / "sweep"))
     say(f"\natlas: {atlas.png} and {atlas.html}\n  {atlas.axis_label(0)}\n  {atlas.axis_label(1)}")
     furthest = tb.sweep.best(out / "sweep", by="distance", top=1)[0]
     say(f"the furthest render's bending, ready to apply or save:\n{tb.sweep.row_config(furthest)}")

@@ -445,7 +445,7 @@ def test_a_file_of_garbage_is_refused_with_the_same_words(tmp_path):
 def test_what_to_dict_writes_the_schema_describes(tmp_path):
     from jsonschema import Draft202012Validator
 
-    from torchbend.config_schema import SCHEMA
+    from torchbend.config.schema import SCHEMA
 
     Draft202012Validator.check_schema(SCHEMA)
     gain = tb.BendingParameter("gain", 0.5, range=(0.0, 1.0), clamp=True, ramp=4)

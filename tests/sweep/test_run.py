@@ -97,7 +97,7 @@ def test_renders_are_deterministic_and_in_process_equals_a_pool_that_loses_a_wor
 def test_a_render_that_fails_is_a_row_that_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import torchbend.sweep.render as rendering
+    import torchbend.sweep.jobs as rendering
 
     original = rendering.run_audio
 

@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..sweep import SweepStopped, best, describe_config, plan, run
-from ..sweep import map as sweep_map
+from ..sweep import draw_map as sweep_map
 from ..sweep.engines import ENGINES
 from .commands import shows_progress
 

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bended import BendedModule
-from ..config import BendingConfig
-from ..config_schema import FORMAT, VERSION
+from ..config import FORMAT, VERSION, BendingConfig
 from ..errors import StudioError, TorchbendError, did_you_mean
 from . import describe
 

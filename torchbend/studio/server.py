@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from ..config_schema import parse
+from ..config.validate import parse
 from ..errors import StudioError, TorchbendError
 from .live import MAX_BLOCKS, LiveStream
 from .session import Studio

@@ -34,8 +34,8 @@ from ..audio.stream import reset_cache
 from ..bended import BendedModule
 from ..errors import StudioError, TorchbendError, did_you_mean
 from ..safety import FILE_CEILING, Safety, SafetyStats
+from ..sweep.jobs import encode
 from ..sweep.measure import measure
-from ..sweep.render import encode
 from . import describe
 from .bending import BendingEditor
 from .sounds import Limits, SoundLibrary, spectrogram, waveform

@@ -6,10 +6,12 @@ render, and map them (docs/sweeps.md).
 <function plan at ...>
 """
 
-from pathlib import Path
+import warnings
+from typing import Any
 
-from .atlas import Atlas, atlas
+from .atlas import Atlas
 from .best import best, describe_config
+from .draw import draw_map
 from .engines import ENGINES, Engine, InProcess, LocalPool, RayEngine
 from .estimate import Plan, plan
 from .manifest import Manifest, read_rows, row_config, table
@@ -30,7 +32,7 @@ __all__ = [
     "SweepStopped",
     "best",
     "describe_config",
-    "map",
+    "draw_map",
     "plan",
     "read_rows",
     "read_spec",
@@ -40,7 +42,15 @@ __all__ = [
 ]
 
 
-def map(folder: str | Path, png: bool = True, html: bool = True) -> Atlas:
-    """The atlas of the sweep in ``folder``: ``atlas.png`` and ``atlas.html`` written there
-    (see :func:`torchbend.sweep.atlas.atlas`)."""
-    return atlas(read_rows(folder), folder, png=png, html=html)
+def __getattr__(name: str) -> Any:
+    # ``map``, the old name of ``draw_map``, is answered here rather than bound in this module,
+    # where it would shadow the builtin for the code below it.
+    if name == "map":
+        warnings.warn(
+            "torchbend.sweep.map is deprecated; use torchbend.sweep.draw_map (the old name "
+            "shadowed the builtin map)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return draw_map
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

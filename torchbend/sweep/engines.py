@@ -9,19 +9,15 @@ rendered again (renders depend on their job alone, so that changes no bit).
 from __future__ import annotations
 
 import collections
-import contextlib
 import os
 import select
-import subprocess
-import sys
-import time
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from ..errors import SweepError
-from .render import Job, Renderer, Setup
-from .wire import read_message, write_message
+from .jobs import Job, Renderer, Setup
+from .process import WorkerProcess
+from .wire import read_message
 
 __all__ = [
     "ENGINES",
@@ -30,7 +26,6 @@ __all__ = [
     "LocalPool",
     "RayEngine",
     "make_engine",
-    "worker_startup",
 ]
 
 ENGINES = ("local", "ray")
@@ -117,79 +112,6 @@ class InProcess(Engine):
         return [os.getpid()]
 
 
-class _Process:
-    """One worker process of a :class:`LocalPool` and the jobs it holds."""
-
-    def __init__(self, setup: Setup) -> None:
-        package_root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
-        # A session of its own: a Ctrl-C in the terminal (SIGINT to the whole foreground
-        # process group) reaches the driver alone, which stops its workers itself, instead of
-        # each worker printing a KeyboardInterrupt traceback.
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "torchbend.sweep.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            start_new_session=True,
-        )
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.stdin, self.stdout = self.process.stdin, self.process.stdout
-        self.jobs: dict[str, Job] = {}
-        self.send(setup)
-
-    def send(self, message: Any) -> bool:
-        try:
-            write_message(self.stdin, message)
-        except (BrokenPipeError, OSError):
-            return False
-        return True
-
-    def ready(self) -> int:
-        message = read_message(self.stdout)
-        if message is None or message[0] != "ready":
-            code = self.process.wait()
-            raise SweepError(
-                f"a sweep worker could not load the model (exit code {code}; its error is "
-                "printed above)"
-            )
-        return int(message[1])
-
-    def stop(self, kill: bool = False) -> None:
-        """End the worker: killed, or its pipes closed, so that it ends at the end of its
-        input, or at once if it is blocked writing a result nobody will read (then wait for
-        it with :meth:`finish`)."""
-        if kill:
-            self.process.kill()
-        with contextlib.suppress(OSError):
-            self.stdin.close()
-        with contextlib.suppress(OSError):
-            self.stdout.close()  # a worker blocked writing a result nobody reads ends now
-
-    def finish(self, timeout: float) -> None:
-        """Wait for the worker to end after :meth:`stop`, killing it after ``timeout``."""
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-def worker_startup(setup: Setup) -> float:
-    """Seconds a local worker takes from its start to its word that it is ready: a new
-    interpreter importing torch and torchbend, then loading and tracing the model (one started
-    and stopped, to time it)."""
-    start = time.perf_counter()
-    process = _Process(setup)
-    try:
-        process.ready()
-        return time.perf_counter() - start
-    finally:
-        process.stop()
-        process.finish(timeout=30)
-
-
 class LocalPool(Engine):
     """Renders in ``workers`` processes of this machine, each loading the model once and
     holding at most ``in_flight`` jobs. The workers are plain ``python -m
@@ -202,12 +124,12 @@ class LocalPool(Engine):
     def __init__(self, workers: int | None = None, in_flight: int = 2) -> None:
         self.workers = workers or os.cpu_count() or 1
         self.in_flight = in_flight
-        self.processes: list[_Process] = []
+        self.processes: list[WorkerProcess] = []
         self.restarts = 0
 
     def start(self, setup: Setup) -> None:
         self.setup = setup
-        self.processes = [_Process(setup) for _ in range(self.workers)]
+        self.processes = [WorkerProcess(setup) for _ in range(self.workers)]
         for process in self.processes:
             process.ready()
 
@@ -242,11 +164,11 @@ class LocalPool(Engine):
                 _, key, (row, data) = message
                 yield process.jobs.pop(key), row, data
 
-    def _replace(self, process: _Process) -> None:
+    def _replace(self, process: WorkerProcess) -> None:
         process.stop(kill=True)
         process.finish(timeout=30)
         index = self.processes.index(process)
-        self.processes[index] = _Process(self.setup)
+        self.processes[index] = WorkerProcess(self.setup)
         self.processes[index].ready()
         self.restarts += 1
 

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .engines import worker_startup
-from .render import Job, Renderer, Setup
+from .axis import Axis
+from .jobs import Job, Renderer, Setup
+from .process import worker_startup
 from .space import Sweep, load
-from .spec import Axis, SweepSpec
+from .spec import SweepSpec
 
 __all__ = ["Plan", "duration", "plan"]
 

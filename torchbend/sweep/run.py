@@ -14,8 +14,8 @@ from typing import Any
 from ..errors import SweepError
 from .engines import Engine, make_engine
 from .estimate import duration
+from .jobs import encode
 from .manifest import FORMAT, SWEEP, VERSION, Manifest, intact, write_atomic
-from .render import encode
 from .space import Sweep, load
 from .spec import SweepSpec
 

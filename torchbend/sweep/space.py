@@ -19,8 +19,9 @@ import torch
 from ..audio.render import STREAM_BLOCK, streams
 from ..config import BendingConfig
 from ..errors import SweepError
-from .render import Job, Setup, load_bended, run_audio, with_threads
-from .spec import Axis, SweepSpec, check_size, locate, read_spec
+from .axis import Axis, locate
+from .jobs import Job, Setup, load_bended, run_audio, with_threads
+from .spec import SweepSpec, check_size, read_spec
 
 __all__ = ["Sweep", "load"]
 

@@ -1,7 +1,8 @@
 """A local sweep worker: ``python -m torchbend.sweep.worker``, started by
-:class:`~torchbend.sweep.engines.LocalPool`.
+:class:`~torchbend.sweep.engines.LocalPool` through a
+:class:`~torchbend.sweep.process.WorkerProcess`.
 
-It reads a :class:`~torchbend.sweep.render.Setup` then jobs from its standard input and writes
+It reads a :class:`~torchbend.sweep.jobs.Setup` then jobs from its standard input and writes
 ``("ready", pid)`` then one ``("done", id, (row, audio))`` per job on its standard output
 (:mod:`torchbend.sweep.wire`). What the model prints goes to the
 standard error: the output carries messages only. It ends quietly at the end of its input or
@@ -27,7 +28,7 @@ def main() -> None:
     setup = read_message(source)
     if setup is None:
         return
-    from .render import Renderer
+    from .jobs import Renderer
 
     renderer = Renderer(setup)
     try:

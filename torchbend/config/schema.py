@@ -1,28 +1,17 @@
-"""The JSON schema of bending configurations, and the check of a configuration against it."""
+"""The JSON schema of bending configurations, and the rules a configuration follows beyond it."""
 
 from __future__ import annotations
 
-import json
-import math
-import re
-from collections import deque
-from collections.abc import Iterable
-from functools import cache
 from typing import Any
 
-from .controls import CURVES, MAX_RAMP, WIDGETS
-from .errors import BendingError, did_you_mean
+from ..controls import CURVES, MAX_RAMP, WIDGETS
+from ..errors import BendingError
+from .validate import Document, show_repr, validate
 
-__all__ = ["FORMAT", "MAX_DEPTH", "SCHEMA", "VERSION", "check", "parse"]
+__all__ = ["CONFIG", "FORMAT", "SCHEMA", "VERSION", "check"]
 
 FORMAT = "torchbend.bending-config"
 VERSION = 1
-
-MAX_DEPTH = 32
-"""How deep lists and objects nest in a configuration (and in any JSON torchbend reads: the
-studio's requests and messages), at most. A configuration nests about five levels, and three
-more for each callback given as an argument of another: deeper is garbage, which the check
-refuses before it recurses into it."""
 
 _IDENTIFIER = r"^[^\W\d]\w*\Z"
 _DOTTED = r"[^\W\d]\w*(\.[^\W\d]\w*)*"
@@ -318,36 +307,38 @@ SCHEMA: dict[str, Any] = {
 torchbend's own: ``"finite"`` (a number that is neither infinite, nor NaN, nor beyond any float)
 and ``"regex"`` (a regular expression Python's ``re`` compiles)."""
 
+CONFIG = Document(SCHEMA, BendingError, show_repr)
+"""Bending configurations, as :func:`~torchbend.config.validate.validate` checks them: refused
+with a :class:`BendingError` that shows values as Python writes them."""
+
 
 def check(data: Any, source: str) -> None:
     """Raise a :class:`BendingError` unless ``data`` is a bending configuration that
     :data:`SCHEMA` describes, whose controls have distinct names.
 
-    The error names ``source`` (the file), the entry and the field, the value, and what was
-    expected: ``"bends.json, bending 2, callback.args: expected an object of arguments by
-    name, got [2.0]"``.
+    What the schema cannot say is checked here, around it: the format and version first, with
+    their own words (a file of something else is not a configuration with odd fields), and
+    the controls' names, distinct, after.
     """
     if not isinstance(data, dict):
         raise BendingError(
             f"{source} is not a torchbend bending configuration: expected an object with "
-            f"'bendings', got {_show(data)}"
+            f"'bendings', got {show_repr(data)}"
         )
     # "format" and "version" may be left out (as the studio and sweeps take configurations
     # written by hand): they are checked when given.
     if data.get("format", FORMAT) != FORMAT:
         raise BendingError(
             f"{source} is not a torchbend bending configuration (format "
-            f"{_show(data['format'])}, expected {FORMAT!r})"
+            f"{show_repr(data['format'])}, expected {FORMAT!r})"
         )
     version = data.get("version", VERSION)
     if type(version) is not int or version != VERSION:
         raise BendingError(
-            f"{source} has format version {_show(version)}; this torchbend reads version {VERSION}"
+            f"{source} has format version {show_repr(version)}; this torchbend reads version "
+            f"{VERSION}"
         )
-    _check_sizes(data, source)
-    error = _best_error(data)
-    if error is not None:
-        raise BendingError(f"{_where(source, error.absolute_path)}: {_message(error)}")
+    validate(data, CONFIG, source)
     seen: dict[str, int] = {}
     for i, control in enumerate(data.get("controls", [])):
         first = seen.setdefault(control["name"], i)
@@ -356,143 +347,3 @@ def check(data: Any, source: str) -> None:
                 f"{source}, control {i}: control {first} is already named "
                 f"{control['name']!r}; give each control its own name"
             )
-
-
-def parse(text: str | bytes, source: str) -> Any:
-    """``text`` read as JSON, refused with a :class:`BendingError` naming ``source`` when it is
-    not JSON, nests deeper than :data:`MAX_DEPTH` or holds an int beyond any float.
-
-    Python's parser recurses: JSON nested a few thousand levels deep makes it raise a
-    ``RecursionError`` that says nothing of the input, so the depth is refused here, once for
-    every reader (bending configuration files, the studio's request bodies and live messages).
-    """
-    try:
-        data = json.loads(text)
-    except RecursionError:
-        raise BendingError(_too_deep(source)) from None
-    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, ints Python will not read
-        raise BendingError(f"{source} is not valid JSON: {e}") from None
-    _check_sizes(data, source)
-    return data
-
-
-def _too_deep(where: str) -> str:
-    return (
-        f"{where}: lists and objects nest more than {MAX_DEPTH} levels deep, the most torchbend "
-        "reads (a bending configuration nests about five)"
-    )
-
-
-def _check_sizes(data: Any, source: str) -> None:
-    """Refuse what would make the schema's check recurse too deep, or fail to print: nesting
-    deeper than :data:`MAX_DEPTH`, and ints beyond any float (JSON parses ``1e999`` to
-    ``inf``, but ``10...0`` to an int)."""
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
-    while stack:
-        value, path = stack.pop()
-        if isinstance(value, int) and not isinstance(value, bool):
-            if value.bit_length() > 1024:
-                digits = int(value.bit_length() * math.log10(2))
-                raise BendingError(
-                    f"{_where(source, path)}: expected a number, got an int of about "
-                    f"{digits} digits, beyond any float or 64-bit int"
-                )
-        elif isinstance(value, (dict, list)):
-            if len(path) >= MAX_DEPTH:
-                raise BendingError(_too_deep(_where(source, path[:3])))
-            items = value.items() if isinstance(value, dict) else enumerate(value)
-            stack.extend((item, (*path, key)) for key, item in items)
-
-
-@cache
-def _validator() -> Any:
-    # Imported here: reading a configuration is rare, importing torchbend is not.
-    from jsonschema import Draft202012Validator, FormatChecker
-
-    formats = FormatChecker(formats=())
-
-    @formats.checks("finite")
-    def _finite(value: object) -> bool:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return True  # the type is checked on its own
-        try:
-            return math.isfinite(value)
-        except OverflowError:  # an int beyond any float
-            return False
-
-    @formats.checks("regex", raises=(re.error, RecursionError, OverflowError))
-    def _regex(value: object) -> bool:
-        if isinstance(value, str):
-            re.compile(value)
-        return True
-
-    Draft202012Validator.check_schema(SCHEMA)
-    return Draft202012Validator(SCHEMA, format_checker=formats)
-
-
-def _best_error(data: Any) -> Any:
-    """The error of ``data`` to report, if any: one of its first entry with errors (bending 0
-    before bending 1), the most relevant there (jsonschema's choice: the shallowest)."""
-    from jsonschema.exceptions import relevance
-
-    def rank(error: Any) -> tuple[list[int], Any]:
-        entry = [-step if isinstance(step, int) else 0 for step in error.absolute_path][:2]
-        return entry + [0] * (2 - len(entry)), relevance(error)
-
-    return max(_validator().iter_errors(data), key=rank, default=None)
-
-
-_KINDS = {
-    "object": "an object",
-    "array": "a list",
-    "string": "a string",
-    "number": "a number",
-    "integer": "an int",
-    "boolean": "a bool",
-    "null": "null",
-}
-
-
-def _message(error: Any) -> str:
-    """What the schema's ``error`` says, as torchbend says it."""
-    instance, schema, keyword = error.instance, error.schema, error.validator
-    if keyword == "required":
-        missing = [name for name in error.validator_value if name not in instance]
-        return f"missing field {missing[0]!r} ({schema.get('description', 'an object')})"
-    if keyword == "additionalProperties":
-        known = list(schema.get("properties", {}))
-        unknown = [str(name) for name in instance if name not in known]
-        fields = ", ".join(map(repr, known))
-        return f"unknown field {unknown[0]!r}{did_you_mean(unknown[0], known)} (fields: {fields})"
-    if keyword == "format" and error.cause is not None:
-        return f"{_show(instance)} is not a regular expression: {error.cause}"
-    kinds = schema.get("type", [])
-    kinds = [kinds] if isinstance(kinds, str) else kinds
-    expected = schema.get("description") or " or ".join(_KINDS[k] for k in kinds)
-    hint = ""
-    if keyword == "type" and isinstance(instance, str) and "array" in kinds:
-        hint = f"; write [{instance!r}] for a list of one"
-    return f"expected {expected or 'something else'}, got {_show(instance)}{hint}"
-
-
-_ENTRIES = {"bendings": "bending", "controls": "control"}
-
-
-def _where(source: str, path: Iterable[str | int]) -> str:
-    """``"bends.json, bending 2, callback.args"``: where ``path`` leads in a configuration."""
-    steps = deque(path)
-    entry = ""
-    if len(steps) >= 2 and str(steps[0]) in _ENTRIES and isinstance(steps[1], int):
-        entry = f", {_ENTRIES[str(steps.popleft())]} {steps.popleft()}"
-    elif steps:
-        entry = f", {steps.popleft()}"
-    field = ""
-    for step in steps:
-        field += f"[{step}]" if isinstance(step, int) else f".{step}"
-    return f"{source}{entry}{', ' + field.lstrip('.') if field else ''}"
-
-
-def _show(value: Any) -> str:
-    """``value`` for an error: its repr, shortened."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."

@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import config_schema
-from .callbacks.base import BendingCallback, Chain
-from .callbacks.shaping import Guard, Subset, Window
-from .config_schema import FORMAT, VERSION
-from .controls import BendingParameter, ControlView, Widget, control_of, is_control
-from .errors import BendingError, did_you_mean
+from ..callbacks.base import BendingCallback, Chain
+from ..callbacks.shaping import Guard, Subset, Window
+from ..controls import BendingParameter, ControlView, Widget, control_of, is_control
+from ..errors import BendingError, did_you_mean
+from .schema import FORMAT, VERSION, check
+from .validate import parse
 
-__all__ = ["FORMAT", "VERSION", "BendingConfig", "ConfigItem"]
+__all__ = ["BendingConfig", "ConfigItem"]
 
 
 @dataclass
@@ -148,7 +148,7 @@ class BendingConfig:
         """The configuration ``data`` holds (what :meth:`to_dict` gives).
 
         ``data`` is checked against the configuration's JSON schema
-        (:data:`torchbend.config_schema.SCHEMA`) before anything is built: what it refuses,
+        (:data:`torchbend.config.schema.SCHEMA`) before anything is built: what it refuses,
         and what the callbacks and controls refuse, raises a :class:`BendingError` that names
         ``source``, the entry and the field.
 
@@ -163,7 +163,7 @@ class BendingConfig:
                 f"allow=[{allow!r}]"
             )
         allowed = frozenset(allow)
-        config_schema.check(data, source)
+        check(data, source)
         controls = {}
         for i, c in enumerate(data.get("controls", [])):
             try:
@@ -200,7 +200,7 @@ class BendingConfig:
             raise BendingError(f"{path} is not valid JSON: it is not UTF-8 text ({e})") from None
         except OSError as e:
             raise BendingError(f"cannot read the bending configuration {path}: {e}") from None
-        data = config_schema.parse(text, str(path))
+        data = parse(text, str(path))
         return cls.from_dict(data, source=str(path), allow=allow)
 
 
@@ -230,7 +230,7 @@ def _control_from_dict(d: dict[str, Any]) -> BendingParameter:
 
 
 def _class_name(cb: BendingCallback) -> str:
-    from . import callbacks
+    from .. import callbacks
 
     cls = type(cb)
     if getattr(callbacks, cls.__name__, None) is cls:
@@ -349,7 +349,7 @@ def _decode(
 def _callback_from_dict(
     d: dict[str, Any], controls: dict[str, BendingParameter], where: str, allow: frozenset[str]
 ) -> BendingCallback:
-    from .callbacks.importing import callback_from_name
+    from ..callbacks.importing import callback_from_name
 
     name = d["class"]
     if name == "Chain":
