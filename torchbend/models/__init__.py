@@ -1,7 +1,7 @@
 """Small models shipped with torchbend: a streamable waveform autoencoder and its weights."""
 
 from .cached_conv import CachedConv1d, CachedConvTranspose1d
-from .loading import MODELS, WeightsError, default_weights, load
+from .checkpoints import MODELS, WeightsError, default_weights, load
 from .pqmf import PQMF
 from .tiny_rave import TinyRave
 
