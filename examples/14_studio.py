@@ -34,7 +34,7 @@ import torch
 
 import torchbend as tb
 from torchbend.audio.render import render
-from torchbend.models.resolve import load_model
+from torchbend.models.reference import load_model
 from torchbend.safety import FILE_CEILING
 from torchbend.studio import Studio, StudioServer
 

@@ -24,7 +24,7 @@ import argparse  # noqa: E402
 import tempfile  # noqa: E402
 
 from tests.browser import missing, open_page  # noqa: E402
-from torchbend.models.resolve import load_model  # noqa: E402
+from torchbend.models.reference import load_model  # noqa: E402
 from torchbend.studio import Studio, StudioServer  # noqa: E402
 
 WIDTH, HEIGHT = 1440, 900

@@ -10,6 +10,7 @@ __all__ = [
     "BendingError",
     "ExportError",
     "GuardError",
+    "ModelError",
     "SelectionError",
     "StudioError",
     "SweepError",
@@ -54,6 +55,11 @@ class AudioError(TorchbendError):
 
 class WeightsError(TorchbendError):
     """A model's weights could not be found, read or matched to its parameters."""
+
+
+class ModelError(TorchbendError, ValueError):
+    """A shipped model (or one of its layers) was built with arguments it cannot take, or
+    called on an input it cannot take."""
 
 
 class SweepError(TorchbendError):

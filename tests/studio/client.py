@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from torchbend.models.resolve import load_model
+from torchbend.models.reference import load_model
 from torchbend.studio import Studio, StudioServer
 
 __all__ = ["Client", "decode_wav", "served", "tiny_studio"]

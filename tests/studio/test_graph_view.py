@@ -96,7 +96,7 @@ def rave_graph() -> dict[str, Any]:
     torch = pytest.importorskip("torch")
     import torchbend as tb
     from torchbend.audio.render import trace_audio
-    from torchbend.models.resolve import load_model
+    from torchbend.models.reference import load_model
 
     bended = tb.BendedModule(load_model("tiny_rave"))
     trace_audio(bended, "forward", torch.zeros(1, 1, 8192))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import threading
 from typing import Any
 
 import torch
@@ -13,11 +14,19 @@ from torch import nn
 
 from torchbend.tracing import check_decision
 from torchbend.tracing.compat import (
+    CHECK_WITH,
     CHECKED_ON,
+    FX_TRACE_LOCK,
+    USER_CHECKS,
     RootCallTracer,
     copy_codegen,
+    freeze_keeping_tensors,
+    inline,
+    pytree,
     recorded_node,
+    simplify,
     target_name,
+    ts_converter,
 )
 
 
@@ -113,3 +122,95 @@ def test_attribute_nodes_are_recorded_lazily():
     assert recorded_node(shape) is None
     node = shape.node
     assert recorded_node(shape) is node and node.target is getattr
+
+
+def test_torch_checks_go_through_check_with():
+    calls = []
+    original = getattr(torch, CHECK_WITH)
+
+    def spy(error_type: Any, cond: Any, message: Any) -> None:
+        calls.append(cond)
+        original(error_type, cond, message)
+
+    setattr(torch, CHECK_WITH, spy)
+    try:
+        torch._check(True)
+        torch._check_tensor_all(torch.ones(2, dtype=torch.bool))
+    finally:
+        setattr(torch, CHECK_WITH, original)
+    assert len(calls) == 2
+
+
+def test_tensor_checks_are_the_functions_checking_for_user_code():
+    (code,) = USER_CHECKS
+    assert code is torch._check_tensor_all_with.__code__
+    assert "_check_tensor_all_with" in torch._check_tensor_all.__code__.co_names
+
+
+def test_pytree_flattens_and_rebuilds():
+    leaves, spec = pytree.tree_flatten({"a": (1, [2, 3])})
+    assert leaves == [1, 2, 3]
+    assert pytree.tree_unflatten([4, 5, 6], spec) == {"a": (4, [5, 6])}
+
+
+class _Branchy(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.flag = True
+        self.weight = nn.Parameter(torch.ones(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.flag:
+            return self.inner(x) * self.weight
+        return x
+
+    @torch.jit.export
+    def inner(self, x: torch.Tensor) -> torch.Tensor:
+        return x + 1
+
+
+def test_script_graphs_are_inlined_frozen_and_simplified():
+    scripted = torch.jit.script(_Branchy())
+    graph = scripted.graph.copy()
+    inline(graph)
+    assert not [n for n in graph.nodes() if n.kind() == "prim::CallMethod"]
+    frozen = freeze_keeping_tensors(scripted)
+    simplify(frozen.graph)
+    kinds = [n.kind() for n in frozen.graph.nodes()]
+    assert "prim::If" not in kinds  # the plain attribute became a constant, its branch folded
+    assert "weight" in dict(frozen.named_parameters()) or hasattr(frozen, "weight")
+    x = torch.randn(3)
+    assert torch.equal(frozen(x), (x + 1) * 1)
+
+
+def test_the_torchscript_converter_converts_forward():
+    scripted = torch.jit.script(nn.Linear(2, 2))
+    program = ts_converter(scripted, (torch.randn(1, 2),)).convert()
+    assert isinstance(program, torch.export.ExportedProgram)
+
+
+def test_traces_hold_the_lock_and_hooks_called_from_elsewhere_are_not_the_traces():
+    seen: dict[str, Any] = {}
+
+    class Looks(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(2))
+            self.child = nn.ReLU()
+
+        def forward(self, x: Any) -> Any:
+            def other() -> None:  # a thread running the module plainly while it traces
+                seen["locked"] = FX_TRACE_LOCK.acquire(blocking=False)
+                seen["weight"] = type(self.weight)
+                seen["child"] = type(self.child(torch.ones(1)))
+
+            thread = threading.Thread(target=other)
+            thread.start()
+            thread.join()
+            return self.child(x * self.weight)
+
+    probe = _Probe()
+    graph = probe.trace(Looks())
+    assert seen == {"locked": False, "weight": nn.Parameter, "child": torch.Tensor}
+    assert [n.op for n in graph.nodes].count("call_module") == 1
+    assert probe.thread is None and not probe.elsewhere()

@@ -1,17 +1,77 @@
-"""What the command's arguments name: a model, a bending, a shape, a file to write."""
+"""What the command's arguments name: a model, its bendings, an example input, a shape, a
+file to write."""
 
 from __future__ import annotations
 
 import argparse
 import ast
 import math
+import sys
 from pathlib import Path
 
-from ..callbacks.base import BendingCallback
-from ..errors import TorchbendError
-from ..models.resolve import MODEL_FORMS, load_model
+import torch
 
-__all__ = ["MODEL_FORMS", "load_model", "output_path", "parse_bend", "parse_shape"]
+from ..audio.render import padded, ratio_of
+from ..bended import BendedModule
+from ..callbacks.base import BendingCallback
+from ..config import BendingConfig
+from ..errors import TorchbendError
+from ..models.reference import MODEL_FORMS, load_model
+
+__all__ = [
+    "MODEL_FORMS",
+    "apply_bendings",
+    "bended_model",
+    "example_input",
+    "load_model",
+    "output_path",
+    "parse_bend",
+    "parse_shape",
+    "shows_progress",
+]
+
+
+def shows_progress(args: argparse.Namespace) -> bool:
+    """A progress bar is drawn on a terminal, unless --quiet: never into a log file."""
+    return not args.quiet and sys.stderr.isatty()
+
+
+def bended_model(args: argparse.Namespace) -> BendedModule:
+    """MODEL (with --checkpoint), wrapped."""
+    return BendedModule(load_model(args.model, getattr(args, "checkpoint", None)))
+
+
+def apply_bendings(bended: BendedModule, args: argparse.Namespace) -> list[str]:
+    """Bend ``bended`` as --plugins, --mark, --config and --bend say; the keys bent."""
+    from ..callbacks.importing import load_callbacks
+
+    for path in getattr(args, "plugins", None) or []:
+        load_callbacks(path)  # the user's own callbacks, which a configuration may name
+    for spec in getattr(args, "mark", None) or []:
+        alias, _, target = spec.partition("=")
+        if not target:
+            raise TorchbendError(
+                f"--mark takes NAME=TARGET (such as latent=encoder_11), got {spec!r}"
+            )
+        bended.mark(alias, target)
+    keys: list[str] = []
+    if getattr(args, "config", None):
+        keys += bended.bend(BendingConfig.load(args.config))
+    for spec in getattr(args, "bend", None) or []:
+        cb, pattern = parse_bend(spec)
+        keys += bended.bend(cb, pattern)
+    return keys
+
+
+def example_input(args: argparse.Namespace, bended: BendedModule) -> torch.Tensor:
+    """The example input: --audio (padded to the model's ratio), or random of --input's shape."""
+    if getattr(args, "audio", None):
+        from ..audio import load
+
+        sample_rate = getattr(bended.module, "sample_rate", None)
+        audio, _ = load(args.audio, sample_rate=sample_rate, mono=True)
+        return padded(audio, ratio_of(bended.module))
+    return torch.randn(*args.input, generator=torch.Generator().manual_seed(0))
 
 
 def parse_bend(spec: str) -> tuple[BendingCallback, str]:

@@ -7,6 +7,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..errors import ModelError
+
 __all__ = ["CachedConv1d", "CachedConvTranspose1d"]
 
 
@@ -56,9 +58,9 @@ class CachedConv1d(nn.Conv1d):
         bias: bool = True,
     ) -> None:
         if kernel_size < 1:
-            raise ValueError(f"kernel_size must be at least 1, got {kernel_size}")
+            raise ModelError(f"kernel_size must be at least 1, got {kernel_size}")
         if stride < 1 or stride > (kernel_size - 1) * dilation + 1:
-            raise ValueError(
+            raise ModelError(
                 f"stride must be between 1 and the receptive field "
                 f"{(kernel_size - 1) * dilation + 1}, got {stride}"
             )
@@ -121,7 +123,7 @@ class CachedConvTranspose1d(nn.ConvTranspose1d):
         self, in_channels: int, out_channels: int, kernel_size: int, stride: int, bias: bool = True
     ) -> None:
         if stride < 1 or not stride <= kernel_size <= 2 * stride:
-            raise ValueError(
+            raise ModelError(
                 f"kernel_size must be between stride and 2 * stride (stride={stride}), "
                 f"got {kernel_size}"
             )

@@ -9,6 +9,7 @@ import math
 import torch
 from torch import nn
 
+from ..errors import ModelError
 from .cached_conv import CachedConv1d
 
 __all__ = ["PQMF", "prototype_filter"]
@@ -88,7 +89,7 @@ class PQMF(nn.Module):
     def __init__(self, bands: int = 16, taps_per_band: int = 16) -> None:
         super().__init__()
         if bands < 2 or taps_per_band < 2:
-            raise ValueError(
+            raise ModelError(
                 f"a PQMF needs at least 2 bands and 2 taps per band, got {bands} and "
                 f"{taps_per_band}"
             )

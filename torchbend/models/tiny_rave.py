@@ -5,6 +5,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from ..errors import ModelError
 from .cached_conv import CachedConv1d
 from .pqmf import PQMF
 
@@ -39,7 +40,8 @@ class TinyRave(nn.Module):
         - ``decode``: ``[batch, latent_size, frames]`` to ``[batch, 1, frames * ratio]``
         - ``forward``: ``[batch, 1, time]`` to ``[batch, 1, time]``
 
-    ``time`` must be a multiple of ``ratio`` (``encode`` raises a ``ValueError`` otherwise).
+    ``time`` must be a multiple of ``ratio`` (``encode`` raises a
+    :class:`~torchbend.errors.ModelError`, a ``ValueError``, otherwise).
 
     >>> model = TinyRave()
     >>> model.ratio, model.latent_size, model.latency
@@ -59,12 +61,12 @@ class TinyRave(nn.Module):
     ) -> None:
         super().__init__()
         if len(hidden) != 2 or any(c < 1 for c in hidden):
-            raise ValueError(
+            raise ModelError(
                 f"hidden takes the positive channel counts of the encoder's and the decoder's "
                 f"hidden layers (two entries), got {list(hidden)}"
             )
         if latent_size < 1:
-            raise ValueError(f"latent_size must be positive, got {latent_size}")
+            raise ModelError(f"latent_size must be positive, got {latent_size}")
         self.pqmf = PQMF(bands, taps_per_band)
         self.latent_size = latent_size
         self.bands = bands
@@ -93,9 +95,9 @@ class TinyRave(nn.Module):
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         """Waveform ``[batch, 1, time]`` to latent ``[batch, latent_size, time // ratio]``."""
         if x.dim() != 3 or x.shape[1] != 1:
-            raise ValueError(f"TinyRave takes mono audio [batch, 1, time], got {list(x.shape)}")
+            raise ModelError(f"TinyRave takes mono audio [batch, 1, time], got {list(x.shape)}")
         if x.shape[-1] % self.ratio != 0:
-            raise ValueError(
+            raise ModelError(
                 f"TinyRave takes a time length that is a multiple of its ratio {self.ratio}, "
                 f"got {x.shape[-1]}"
             )

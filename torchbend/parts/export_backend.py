@@ -26,12 +26,12 @@ from typing import Any
 
 import torch
 import torch.fx
-import torch.utils._pytree as pytree
 from torch import nn
 
 from ..errors import TracingError
 from ..tracing import NodeRecord, TracedGraph
 from ..tracing.attributes import ModuleState, module_state
+from ..tracing.compat import pytree
 from ..tracing.facts import Fact
 from ..tracing.inspection import is_user_file
 from ..tracing.objects import attribute_at, class_key, rebuild_object, rebuilt
@@ -203,7 +203,7 @@ class TorchScriptBackend:
         # ``root`` holds the file's parameters and buffers, bent or not, by path: graphs read
         # those from it; other tensors the file holds become constants of the graph.
         owner = f"{self.module.original_name}.{method}"
-        from torch._export.converter import TS2EPConverter  # private: see the class docstring
+        from ..tracing.compat import ts_converter as TS2EPConverter  # private: see compat
 
         try:
             prepared = Convertible(self.module, method)

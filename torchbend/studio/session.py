@@ -65,7 +65,7 @@ class Studio:
     """A model opened in the studio.
 
     Args:
-        model: the model (``torchbend.models.resolve.load_model`` gives one from a name).
+        model: the model (``torchbend.models.reference.load_model`` gives one from a name).
         name: what the page calls it.
         fn: the method rendered: it takes audio ``[batch, channels, time]`` and gives audio
             of the same length.

@@ -25,7 +25,7 @@ import torch
 from ..audio.render import STREAM_BLOCK, render, streams, trace_audio
 from ..bended import BendedModule
 from ..config import BendingConfig
-from ..models.resolve import load_model
+from ..models.reference import load_model
 from ..safety import FILE_CEILING, Safety, SafetyStats
 from .measure import BROKEN, measure
 

@@ -98,7 +98,7 @@ class SweepSpec:
         return found
 
     def model_reference(self) -> str:
-        """The model as :func:`~torchbend.models.resolve.load_model` takes it, a file's path
+        """The model as :func:`~torchbend.models.reference.load_model` takes it, a file's path
         made absolute."""
         path = Path(self.model)
         if path.suffix in (".ts", ".pt", ".jit") and not path.is_absolute():

@@ -1,4 +1,4 @@
-"""The torch.fx names torchbend relies on that torch does not promise to keep, in one place.
+"""The torch names torchbend relies on that torch does not promise to keep, in one place.
 
 Checked on torch 2.13.0. Each name used here is either private (underscored) or marked
 ``@compatibility(is_backward_compatible=False)`` by torch.fx. Nothing else in torchbend touches
@@ -19,23 +19,54 @@ What is used, and why:
   by :class:`RootCallTracer`: torch.fx has no documented hook for making the placeholders of
   the traced method, nor for reading module attributes as plain values while concrete code
   runs.
+- ``torch.fx``'s patcher (``torch.fx._symbolic_trace._new_patcher``, behaviour, not a name):
+  while ``Tracer.trace`` runs, ``nn.Module.__call__`` and ``__getattr__`` are replaced for the
+  whole process by functions bound to that tracer, and put back by position when it ends, so
+  two ``trace`` calls in two threads would record each other's modules and leave a patch
+  behind. :class:`RootCallTracer` runs ``trace`` under one process lock
+  (:data:`FX_TRACE_LOCK`), and its hooks run module code plainly when they are called from
+  another thread than the tracing one (eager code running meanwhile elsewhere).
+- ``torch._check_with`` (private): the function ``torch._check`` and its kin call; swapped
+  while tracing (:data:`CHECK_WITH`) so that a traced condition becomes a decision of the graph.
+  ``torch._check_tensor_all_with`` (private): a PyTorch function checking a tensor on behalf of
+  user code (:data:`USER_CHECKS`).
+- ``torch.utils._pytree`` (private): flattening and rebuilding nested outputs like torch.export
+  does (:data:`pytree`).
+- ``torch._export.converter.TS2EPConverter`` (private): torch's TorchScript-to-export
+  converter (:func:`ts_converter`).
+- TorchScript internals (``torch._C._jit_pass_inline``, ``_jit_pass_peephole``,
+  ``_jit_pass_constant_propagation``, ``_jit_pass_dce``, ``torch._C._freeze_module``,
+  ``torch.jit._recursive.wrap_cpp_module``): inlining, freezing and simplifying a scripted
+  module's graph before the converter sees it (:func:`inline`, :func:`freeze_keeping_tensors`,
+  :func:`simplify`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
+import torch
 import torch.fx
+import torch.utils._pytree as pytree
 from torch.fx.node import has_side_effect
 
 __all__ = [
     "CHECKED_ON",
+    "CHECK_WITH",
+    "FX_TRACE_LOCK",
+    "USER_CHECKS",
     "RootCallTracer",
     "copy_codegen",
+    "freeze_keeping_tensors",
     "has_side_effect",
+    "inline",
+    "pytree",
     "recorded_node",
+    "simplify",
     "target_name",
+    "ts_converter",
 ]
 
 CHECKED_ON = ("2.13.0",)
@@ -59,6 +90,45 @@ def recorded_node(attribute: torch.fx.proxy.Attribute) -> torch.fx.Node | None:
     return attribute._node
 
 
+CHECK_WITH = "_check_with"
+"""The attribute of ``torch`` that ``torch._check``, ``torch._check_value``... call."""
+
+USER_CHECKS = frozenset({torch._check_tensor_all_with.__code__})
+"""Code of PyTorch functions that check a traced tensor for user code
+(``torch._check_tensor_all``)."""
+
+
+def ts_converter(module: torch.jit.ScriptModule, inputs: tuple[Any, ...]) -> Any:
+    """torch's TorchScript-to-export converter for ``module.forward`` on ``inputs`` (its
+    ``convert()`` gives an ``ExportedProgram``). Imported on first use: it takes seconds."""
+    from torch._export.converter import TS2EPConverter
+
+    return TS2EPConverter(module, inputs)
+
+
+def inline(graph: torch.Graph) -> None:
+    """Inline the calls of a TorchScript graph, in place."""
+    torch._C._jit_pass_inline(graph)
+
+
+def freeze_keeping_tensors(module: torch.jit.ScriptModule) -> torch.jit.ScriptModule:
+    """``module`` frozen with every tensor attribute kept as an attribute (plain attributes
+    become constants). Raises ``RuntimeError`` for a module TorchScript cannot freeze."""
+    return torch.jit._recursive.wrap_cpp_module(torch._C._freeze_module(module._c, [], True, True))
+
+
+def simplify(graph: torch.Graph) -> None:
+    """Peephole, constant propagation and dead code elimination on a TorchScript graph."""
+    torch._C._jit_pass_peephole(graph)
+    torch._C._jit_pass_constant_propagation(graph)
+    torch._C._jit_pass_dce(graph)
+
+
+FX_TRACE_LOCK = threading.RLock()
+"""Held while torch.fx traces (``Tracer.trace``), whose patches of ``nn.Module`` are
+process-wide; re-entrant, so a trace may run another inside it."""
+
+
 class RootCallTracer(torch.fx.Tracer):
     """A :class:`torch.fx.Tracer` whose two not-backward-compatible hooks call plain ones.
 
@@ -70,6 +140,26 @@ class RootCallTracer(torch.fx.Tracer):
     executing: int = 0
     """Positive while concrete code runs inside the trace: module attributes read then are
     values, not proxies (else reading a parameter would record its read anew)."""
+    thread: int | None = None
+    """The ident of the thread running :meth:`trace`: calls of the hooks from other threads
+    (plain code running meanwhile) are not the trace's."""
+
+    def trace(
+        self,
+        root: torch.nn.Module | Callable[..., Any],
+        concrete_args: dict[str, Any] | None = None,
+    ) -> torch.fx.Graph:
+        with FX_TRACE_LOCK:
+            outer, self.thread = self.thread, threading.get_ident()
+            try:
+                return super().trace(root, concrete_args)
+            finally:
+                self.thread = outer
+
+    def elsewhere(self) -> bool:
+        """Whether a hook is called from another thread than the one tracing: torch.fx's
+        patches of ``nn.Module`` reach every thread while it traces."""
+        return self.thread is not None and threading.get_ident() != self.thread
 
     def root_call(
         self, root_fn: Callable[..., Any], is_module: bool
@@ -88,6 +178,17 @@ class RootCallTracer(torch.fx.Tracer):
         return self.root_call(root_fn, is_module)
 
     def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
-        if self.executing:
+        if self.executing or self.elsewhere():
             return attr_val
         return super().getattr(attr, attr_val, parameter_proxy_cache)
+
+    def call_module(
+        self,
+        m: torch.nn.Module,
+        forward: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        if self.elsewhere():
+            return forward(*args, **kwargs)
+        return super().call_module(m, forward, args, kwargs)

@@ -12,6 +12,7 @@ import torch.fx
 from torch.overrides import TorchFunctionMode
 
 from .operations import FACTORIES
+from .swaps import swapped
 from .values import has_proxy
 
 __all__ = ["traced_factories"]
@@ -22,6 +23,8 @@ _VARARG_SIZES = ("zeros", "ones", "empty", "rand", "randn")
 # data holding traced ints) before any ``__torch_function__`` runs: they are replaced while
 # tracing by functions that record the call themselves.
 _REPLACED = (*_VARARG_SIZES, "full", "arange", "tensor", "as_tensor", "eye", "linspace")
+_ORIGINALS = {name: getattr(torch, name) for name in (*_REPLACED, "manual_seed")}
+"""The functions themselves, as torch has them when no trace runs."""
 
 
 class _Tracer(Protocol):
@@ -97,15 +100,15 @@ def traced_factories(tracer: _Tracer) -> Iterator[None]:
     ``torch.ones(b, c)`` with traced ``b`` fails in PyTorch's argument parser before any
     tracing hook runs, so the factories are replaced in the ``torch`` namespace for the time of
     the trace (as torch.fx replaces ``Module.__call__``), and put back after it;
-    ``torch.manual_seed`` too, so that seeding in ``forward`` is a call of the graph.
+    ``torch.manual_seed`` too, so that seeding in ``forward`` is a call of the graph. Other
+    threads keep calling the factories themselves (:func:`~torchbend.tracing.swaps.swapped`).
     """
-    saved = {name: getattr(torch, name) for name in (*_REPLACED, "manual_seed")}
-    try:
+    with contextlib.ExitStack() as swaps:
         for name in _REPLACED:
-            setattr(torch, name, _recording(tracer, saved[name], name in _VARARG_SIZES))
-        torch.manual_seed = _seeding(tracer, saved["manual_seed"])
+            factory = _recording(tracer, _ORIGINALS[name], name in _VARARG_SIZES)
+            swaps.enter_context(swapped(torch, name, factory))
+        swaps.enter_context(
+            swapped(torch, "manual_seed", _seeding(tracer, _ORIGINALS["manual_seed"]))
+        )
         with _RecordFactories(tracer):
             yield
-    finally:
-        for name, factory in saved.items():
-            setattr(torch, name, factory)

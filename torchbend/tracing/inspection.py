@@ -12,6 +12,9 @@ from typing import Any, Protocol
 import torch
 import torch.fx
 
+from .compat import CHECK_WITH, USER_CHECKS
+from .swaps import swapped
+
 __all__ = ["USER_CODE_SKIPS", "is_user_file", "user_inspection"]
 
 USER_CODE_SKIPS = (
@@ -23,11 +26,11 @@ USER_CODE_SKIPS = (
 _isinstance = builtins.isinstance
 _callable = builtins.callable
 _IS_TENSOR = torch.is_tensor.__code__
-_AS_USER = frozenset({torch._check_tensor_all_with.__code__})
+_AS_USER = USER_CHECKS
 """PyTorch functions that check a traced tensor for user code (``torch._check_tensor_all``):
 they see it as a tensor, so that the check they make becomes a decision of the graph."""
 _is_grad_enabled = torch.is_grad_enabled
-_check_with = torch._check_with
+_check_with = getattr(torch, CHECK_WITH)
 
 
 class _Tracer(Protocol):
@@ -70,12 +73,15 @@ def user_inspection(tracer: _Tracer) -> Iterator[None]:
 
     ``torch.is_grad_enabled()`` read by traced code sets ``tracer.grad_mode_read``: the graph is
     then guarded by the grad mode too.
+
+    Only the calling thread sees these answers (:func:`~torchbend.tracing.swaps.swapped`):
+    the functions below are called one frame further down, below the swap's dispatcher.
     """
 
     def isinstance(obj: Any, cls: Any, /) -> bool:
         if not _isinstance(obj, torch.fx.Proxy):
             return _isinstance(obj, cls)
-        caller = sys._getframe(1)
+        caller = sys._getframe(2)
         if caller.f_code is _IS_TENSOR and caller.f_back is not None:
             caller = caller.f_back
         if caller.f_code not in _AS_USER and not is_user_file(caller.f_code.co_filename):
@@ -83,7 +89,7 @@ def user_inspection(tracer: _Tracer) -> Iterator[None]:
         return _isinstance(obj, cls) or _isinstance(tracer.value_of(obj), cls)
 
     def callable(obj: Any, /) -> bool:
-        if _isinstance(obj, torch.fx.Proxy) and is_user_file(sys._getframe(1).f_code.co_filename):
+        if _isinstance(obj, torch.fx.Proxy) and is_user_file(sys._getframe(2).f_code.co_filename):
             obj = tracer.value_of(obj)
         return _callable(obj)
 
@@ -97,14 +103,10 @@ def user_inspection(tracer: _Tracer) -> Iterator[None]:
             cond = bool(cond)  # a decision of the graph, checked at every call
         _check_with(error_type, cond, message)
 
-    builtins.isinstance = isinstance
-    torch._check_with = check_with
-    builtins.callable = callable  # type: ignore[assignment]
-    torch.is_grad_enabled = is_grad_enabled
-    try:
+    with (
+        swapped(builtins, "isinstance", isinstance),
+        swapped(torch, CHECK_WITH, check_with),
+        swapped(builtins, "callable", callable),
+        swapped(torch, "is_grad_enabled", is_grad_enabled),
+    ):
         yield
-    finally:
-        builtins.isinstance = _isinstance
-        torch._check_with = _check_with
-        builtins.callable = _callable
-        torch.is_grad_enabled = _is_grad_enabled

@@ -16,10 +16,8 @@ converter sees them:
 The plain attributes folded in are returned by path: a graph holds only while they keep the
 values it was converted with (a file's setters change them), and callers guard on them.
 
-Private TorchScript names used (checked on torch 2.13.0, by ``tests/tracing/test_script.py``):
-``torch._C._freeze_module``, ``torch.jit._recursive.wrap_cpp_module``, and the passes
-``_jit_pass_inline``, ``_jit_pass_peephole``, ``_jit_pass_constant_propagation``,
-``_jit_pass_dce``.
+The private TorchScript functions this needs (inlining, freezing, simplifying a graph) are
+in :mod:`torchbend.tracing.compat`.
 """
 
 from __future__ import annotations
@@ -31,6 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .compat import freeze_keeping_tensors, inline, simplify
 from .objects import attribute_at
 
 __all__ = ["Convertible", "attribute_reader", "attribute_value"]
@@ -54,7 +53,7 @@ class Convertible:
     def __init__(self, module: torch.jit.ScriptModule, method: str) -> None:
         holder = _holder(module, method)
         graph = holder.graph.copy()
-        torch._C._jit_pass_inline(graph)
+        inline(graph)
         self.attributes = tuple(sorted(set(_plain_attributes(holder, graph))))
         """Paths (from ``module``) of the plain attributes the method reads."""
         self.holder = _settled(holder)
@@ -123,9 +122,8 @@ def _path(value: Any) -> list[str] | None:
 
 
 def _is_plain_type(kind: Any) -> bool:
-    return not isinstance(kind, (torch._C.TensorType, torch._C.ClassType)) and not (
-        isinstance(kind, torch._C.OptionalType)
-        and isinstance(kind.getElementType(), torch._C.TensorType)
+    return not isinstance(kind, (torch.TensorType, torch.ClassType)) and not (
+        isinstance(kind, torch.OptionalType) and isinstance(kind.getElementType(), torch.TensorType)
     )
 
 
@@ -142,9 +140,7 @@ def _settled(holder: torch.jit.ScriptModule) -> torch.jit.ScriptModule:
     """``holder`` frozen with its tensors kept, optional tensors typed as tensors and the
     decisions of plain attributes folded; ``holder`` itself where TorchScript cannot."""
     try:
-        frozen = torch.jit._recursive.wrap_cpp_module(
-            torch._C._freeze_module(holder._c, [], True, True)
-        )
+        frozen = freeze_keeping_tensors(holder)
     except RuntimeError:  # a module freezing refuses (interfaces...): the converter decides
         return holder
     graph = frozen.graph
@@ -152,11 +148,9 @@ def _settled(holder: torch.jit.ScriptModule) -> torch.jit.ScriptModule:
         if node.kind() != "prim::GetAttr":
             continue
         kind = node.output().type()
-        if isinstance(kind, torch._C.OptionalType):
+        if isinstance(kind, torch.OptionalType):
             path = _path(node.output())
             if path is not None and isinstance(attribute_at(frozen, ".".join(path)), torch.Tensor):
                 node.output().setType(kind.getElementType())
-    torch._C._jit_pass_peephole(graph)
-    torch._C._jit_pass_constant_propagation(graph)
-    torch._C._jit_pass_dce(graph)
+    simplify(graph)
     return frozen

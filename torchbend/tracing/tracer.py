@@ -121,7 +121,7 @@ class BendingTracer(RootCallTracer):
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
     ) -> Any:
-        if self.executing:
+        if self.executing or self.elsewhere():
             return forward(*args, **kwargs)
         path = self._path_of(m)
         if runs_user_code(m) and not self.is_leaf_module(m, path):

@@ -37,7 +37,7 @@ def load_model(spec: str, checkpoint: str | None = None, option: str = "--checkp
         return _from_factory(spec, checkpoint, option)
     if checkpoint is not None:
         raise TorchbendError(f"{option} needs MODEL as module:factory, got {spec!r}")
-    from .loading import load
+    from .checkpoints import load
 
     try:
         return load(spec)

@@ -1,0 +1,1 @@
+"""The subcommands of ``torchbend``: one module each, holding its options and its action."""
