@@ -31,8 +31,6 @@ class TokenGuard:
         token: when given, every request but the page's own files carries it: header
             ``X-Torchbend-Token``, query ``token`` or the cookie :data:`TOKEN_COOKIE`.
         hosts: when given, the ``Host`` headers (``name:port``) taken.
-        public: the paths served without the token: the page itself, which holds no data and
-            reads the token from its address (a ``<script src>`` cannot send a header).
     """
 
     def __init__(
@@ -40,19 +38,16 @@ class TokenGuard:
         app: ASGIApp,
         token: str | None,
         hosts: Collection[str] | None,
-        public: Collection[str] = (),
     ) -> None:
         self.app = app
         self.token = token
         self.hosts = hosts
-        self.public = public
 
-    def _is_public(self, path: str) -> bool:
-        return (
-            path == "/"
-            or path in self.public
-            or (path.startswith("/static/") and path.count("/") == 2)
-        )
+    @staticmethod
+    def _is_public(path: str) -> bool:
+        """Whether ``path`` is the page itself, which holds no data and reads the token from its
+        address (a ``<script src>`` cannot send a header): everything else needs the token."""
+        return path == "/" or (path.startswith("/static/") and path.count("/") == 2)
 
     def _problem(self, connection: HTTPConnection) -> tuple[int, str] | None:
         if self.hosts is not None and connection.headers.get("host", "") not in self.hosts:

@@ -38,10 +38,6 @@ __all__ = ["TOKEN_COOKIE", "StudioServer", "check_bind", "create_app", "is_local
 STATIC = Path(__file__).resolve().parent / "static"
 """The page's files: served from the package, nothing from the internet."""
 
-VENDOR = Path(__file__).resolve().parent / "vendor"
-"""The libraries the page uses, vendored at pinned versions with their licences
-(``scripts/vendor_layout.sh``), served under ``/static/vendor/``."""
-
 
 def is_local(host: str) -> bool:
     """Whether binding ``host`` keeps the server on this machine (a loopback address)."""
@@ -58,15 +54,6 @@ async def index_page(request: Request) -> Response:
     return FileResponse(STATIC / "index.html")
 
 
-def _vendored() -> set[str]:
-    """The paths of the vendored files, which the page loads without the token."""
-    return {
-        "/static/vendor/" + p.relative_to(VENDOR).as_posix()
-        for p in VENDOR.rglob("*")
-        if p.is_file()
-    }
-
-
 def create_app(studio: Studio, *, token: str | None = None, hosts: set[str] | None = None) -> Any:
     """The ASGI application of ``studio``.
 
@@ -79,13 +66,12 @@ def create_app(studio: Studio, *, token: str | None = None, hosts: set[str] | No
     """
     routes = [
         Route("/", index_page),
-        Mount("/static/vendor", StaticFiles(directory=VENDOR)),
         Mount("/static", StaticFiles(directory=STATIC)),
         Route("/sweep/{path:path}", sweep_file),
         *API_ROUTES,
         WebSocketRoute("/api/live", LiveSocket),
     ]
-    guard = Middleware(TokenGuard, token=token, hosts=hosts, public=_vendored())
+    guard = Middleware(TokenGuard, token=token, hosts=hosts)
     app = Starlette(routes=routes, middleware=[guard], exception_handlers=EXCEPTION_HANDLERS)
     app.state.studio = studio
     return app
