@@ -49,8 +49,9 @@ class ExportError(TorchbendError):
     """A bended module could not be exported, or an exported file fails its checks."""
 
 
-class AudioError(TorchbendError):
-    """An audio file or buffer could not be read, written or streamed."""
+class AudioError(TorchbendError, ValueError):
+    """An audio file or buffer could not be read, written, streamed or measured (also a
+    ``ValueError``: what was given is a value the audio functions cannot take)."""
 
 
 class WeightsError(TorchbendError):

@@ -178,7 +178,7 @@ class OSCControl:
     def _receive(self, sender: Address, address: str, *args: Any) -> None:
         try:
             change = self._parse(address, args, sender)
-        except ValueError as e:
+        except AudioError as e:
             logger.warning("OSC: ignored %s %s: %s", address, list(args), e)
             self._reply(sender, "error", address, str(e))
         else:
@@ -190,7 +190,7 @@ class OSCControl:
 
     def _parse(self, address: str, args: tuple[Any, ...], sender: Address) -> tuple[Any, ...]:
         if not address.startswith(self.prefix + "/"):
-            raise ValueError(f"unknown address: messages start with {self.prefix}/")
+            raise AudioError(f"unknown address: messages start with {self.prefix}/")
         name = address[len(self.prefix) + 1 :]
         if name == "reset":
             return ("reset",)
@@ -198,14 +198,14 @@ class OSCControl:
             port = args[0] if len(args) == 1 else sender[1]
             valid = isinstance(port, int) and not isinstance(port, bool) and 0 < port <= 65535
             if len(args) > 1 or not valid:
-                raise ValueError("/controls takes nothing, or the port to reply to (1 to 65535)")
+                raise AudioError("/controls takes nothing, or the port to reply to (1 to 65535)")
             return ("controls", (sender[0], port))
         if name == "bend":
             if len(args) < 2 or not all(isinstance(a, str) for a in args[:2]):
-                raise ValueError("/bend takes a callback name, a pattern, then its arguments")
+                raise AudioError("/bend takes a callback name, a pattern, then its arguments")
             callback, pattern = args[0], args[1]
             if ":" in callback and callback.partition(":")[0] not in sys.modules:
-                raise ValueError(
+                raise AudioError(
                     f"callback {callback!r} is in a module not imported yet; load it first "
                     "(tb.load_callbacks): OSC never imports code"
                 )
@@ -219,9 +219,9 @@ class OSCControl:
                     positional.append(a)
             return ("bend", callback, pattern, tuple(positional), keywords)
         if not name.isidentifier():
-            raise ValueError(f"{name!r} is not a control name")
+            raise AudioError(f"{name!r} is not a control name")
         if len(args) != 1 or not isinstance(args[0], (bool, int, float)):
-            raise ValueError(f"control {name!r} takes one number")
+            raise AudioError(f"control {name!r} takes one number")
         return ("update", name, args[0])
 
     # -- audio thread: apply between blocks ----------------------------------------------------

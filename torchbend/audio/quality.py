@@ -13,6 +13,8 @@ import math
 
 import torch
 
+from ..errors import AudioError
+
 __all__ = [
     "dc",
     "error_db",
@@ -117,7 +119,7 @@ def locked_lines_db(y: torch.Tensor, x: torch.Tensor, period: int) -> float:
     signal = _flat(y)
     periods = signal.numel() // period
     if periods < 2:
-        raise ValueError(f"need at least two periods of {period} samples, got {signal.numel()}")
+        raise AudioError(f"need at least two periods of {period} samples, got {signal.numel()}")
     average = signal[: periods * period].reshape(periods, period).mean(0)
     line = (average - average.mean()).pow(2).mean()
     return 10 * math.log10(float(line) / (float(_flat(x).pow(2).mean()) + _TINY) + _TINY)

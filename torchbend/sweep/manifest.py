@@ -95,9 +95,9 @@ class Manifest:
         for number, line in enumerate(lines, 1):
             try:
                 row = json.loads(line)
-                if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-                    raise ValueError("not a row")
             except ValueError:
+                row = None
+            if not isinstance(row, dict) or not isinstance(row.get("id"), str):
                 raise SweepError(
                     f"{self.path}, line {number}: not a manifest row ({line[:60]!r}); the file "
                     "was changed by something else than a sweep: move it away to start over"

@@ -57,6 +57,7 @@ import math
 import torch
 
 from ..audio.quality import level_dbfs, loudness_lufs
+from ..errors import AudioError
 
 __all__ = [
     "BROKEN",
@@ -141,13 +142,13 @@ stays finite in float64 (a float64 render beyond it would overflow them)."""
 
 def _as_channels(x: torch.Tensor, name: str) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a tensor [channels, time] or [time], got {type(x)}")
+        raise AudioError(f"{name} must be a tensor [channels, time] or [time], got {type(x)}")
     if x.dim() == 1:
         x = x.unsqueeze(0)
     if x.dim() != 2:
-        raise ValueError(f"{name} must be [channels, time] or [time], got shape {list(x.shape)}")
+        raise AudioError(f"{name} must be [channels, time] or [time], got shape {list(x.shape)}")
     if not x.is_floating_point():
-        raise ValueError(f"{name} must hold real floating-point samples, got {x.dtype}")
+        raise AudioError(f"{name} must hold real floating-point samples, got {x.dtype}")
     return x.detach().to("cpu", torch.float64)
 
 
@@ -261,16 +262,16 @@ def measure(
     ['unchanged']
     """
     if isinstance(sample_rate, bool) or not isinstance(sample_rate, int) or sample_rate <= 0:
-        raise ValueError(f"sample_rate must be a positive whole number of Hz, got {sample_rate!r}")
+        raise AudioError(f"sample_rate must be a positive whole number of Hz, got {sample_rate!r}")
     raw = _as_channels(audio, "audio")
     reference = _as_channels(unbent, "unbent")
     if raw.shape[-1] != reference.shape[-1]:
-        raise ValueError(
+        raise AudioError(
             f"audio and unbent must have the same length (time, the last axis): audio has "
             f"shape {list(audio.shape)}, unbent {list(unbent.shape)}"
         )
     if raw.shape[-1] == 0:
-        raise ValueError(f"audio is empty: shape {list(audio.shape)}")
+        raise AudioError(f"audio is empty: shape {list(audio.shape)}")
 
     finite = torch.isfinite(raw)
     nonfinite = not bool(finite.all())
