@@ -22,8 +22,8 @@ import torch
 import torchbend as tb
 from tests.browser import needs_browser, open_page
 from torchbend.audio.render import STREAM_BLOCK, render, streams, trace_audio
+from torchbend.audio.safety import FILE_CEILING
 from torchbend.errors import SweepError
-from torchbend.safety import FILE_CEILING
 from torchbend.sweep import LocalPool, RayEngine
 
 from .sweeps import SOUNDS, audio_bytes, comparable, small_spec, write_spec

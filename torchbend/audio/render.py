@@ -12,7 +12,8 @@ from torch import nn
 
 from ..bended import BendedModule
 from ..errors import TorchbendError
-from ..safety import Safety, safety_stage
+from .safety import Safety
+from .safety_stage import safety_stage
 
 __all__ = [
     "STREAM_BLOCK",

@@ -12,9 +12,9 @@ import torch
 from torch import nn
 
 from ..callbacks.base import BendingCallback
+from ..engine.folding import fold_slots
+from ..engine.rewriting import ActivationSlot, build_graph_module, graph_module_record
 from ..errors import ExportError
-from ..folding import fold_slots
-from ..rewriting import ActivationSlot, build_graph_module, graph_module_record
 from ..tracing.surgery import strip_guards
 from .check import error_summary
 from .plan import ExportPlan, leaves, start_from_silence

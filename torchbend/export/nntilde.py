@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
+from ..audio.safety import Safety
+from ..audio.safety_stage import safety_stage
 from ..bended import BendedModule
 from ..errors import ExportError, TracingError
-from ..safety import Safety, safety_stage
 from ..tracing.facts import describe_fact
 from ..tracing.records import record_of
 from .arguments import MISSING, ExportedArgument
@@ -36,8 +37,8 @@ from .torchscript import save
 from .verify import check_export
 
 if TYPE_CHECKING:
-    from ..parts.dispatch import Entry
-    from ..parts.view import BendedView
+    from ..engine.dispatch import Entry
+    from ..engine.readonly import BendedView
 
 __all__ = ["MAX_SAMPLE_RATE", "MIN_SAMPLE_RATE", "TYPE_HASH", "nntilde"]
 

@@ -13,13 +13,13 @@ from ..callbacks.argument import Argument, declared
 from ..callbacks.base import BendingCallback, Chain
 from ..callbacks.seeded import Seeded
 from ..controls import BendingParameter, Control, control_of
+from ..engine.selfcheck import kept_buffers
 from ..errors import ExportError
-from ..parts.check import kept_buffers
 from .arguments import ExportedArgument, method_arguments
 
 if TYPE_CHECKING:
     from ..bended import BendedModule
-    from ..parts.dispatch import Entry
+    from ..engine.dispatch import Entry
 
 __all__ = [
     "ExportPlan",
@@ -39,7 +39,7 @@ class PlannedControl:
     writes: list[tuple[int, str, Argument, Control]] = field(default_factory=list)
     """``(callback index, path, argument, what drives it)``: the arguments to assign on set,
     of the callback or of the callback it holds at ``path`` (``"callback"`` in a
-    :class:`~torchbend.callbacks.shaping.Shaped`; ``""``: the callback itself)."""
+    :class:`~torchbend.engine.shaping.Shaped`; ``""``: the callback itself)."""
     weights: list[int] = field(default_factory=list)
     """Indices of the weights bent again on set."""
 
