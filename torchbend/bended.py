@@ -1,7 +1,5 @@
-"""BendedModule: the facade that traces, inspects, bends and runs a wrapped module.
-
-Each job belongs to the engine it delegates to (``torchbend/engine/``, see docs/architecture.md).
-"""
+"""BendedModule: the facade that traces, inspects, bends and runs a wrapped module; each job
+belongs to the engine it delegates to (``torchbend/engine/``, see docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -18,9 +16,8 @@ from .callbacks.base import BendingCallback
 from .callbacks.bend_options import Guard, Subset, Window
 from .config import BendingConfig
 from .controls import BendingParameter, Control
-from .engine import BendedView, Bending, Engine, Restore, WeightBank
+from .engine import BendedView, Bending, Engine, Restore
 from .engine.tables import ActivationInfo, Table
-from .errors import BendingError, SelectionError, TracingError
 from .tracing import FlowStep, TracedGraph
 from .tracing.backends import Backend
 
@@ -78,32 +75,17 @@ class BendedModule(nn.Module):
         check: bool = True,
         backend: Backend | str = "auto",
     ) -> None:
-        if not isinstance(module, nn.Module):
-            raise TracingError(
-                f"BendedModule wraps an nn.Module, got {type(module).__name__}; wrap plain "
-                "functions in an nn.Module whose forward calls them."
-            )
         super().__init__()
         self.module = module
+        # Held by calls and every change of state: an update (or a bend) from another thread
+        # lands between two calls, never inside one.
         self._lock = threading.RLock()
-        """Held by calls and by every change of state, so that an ``update`` (or a ``bend``)
-        from another thread lands between two calls, never inside one."""
-        self._engine = engine = Engine(
-            module,
-            leaves=tuple(leaves),
-            strict=strict,
-            max_graphs=max_graphs,
-            check=check,
-            backend=backend,
-            reserved=dir(type(self)),
-        )
-        self.callbacks = engine.bendings.callbacks
+        self._engine = Engine(module, leaves, strict, max_graphs, check, backend, dir(type(self)))
+        self.callbacks = self._engine.bendings.callbacks
 
     def view(self) -> BendedView:
         """A read-only view of the traced methods, bendings, controls and weights."""
         return self._engine.view()
-
-    # -- tracing and calling ----------------------------------------------------------------------
 
     def trace(
         self, fn: str = "forward", /, *, return_out: bool = False, **inputs: Any
@@ -111,13 +93,11 @@ class BendedModule(nn.Module):
         """Trace method ``fn`` on example ``inputs`` given by argument name.
 
         Returns the :class:`TracedGraph` (a ``torch.fx.Graph`` whose ``flow_steps`` list the
-        decisions baked in),
-        or ``(graph, outputs)`` with ``return_out=True`` (also spelled ``_return_out``, as in
-        the original torchbend notebooks). Bendings already set apply to the new graph too.
-        ``backend="concrete" | "export" | "auto"`` traces this call with another backend than
-        the module's (spelled ``_backend`` when ``fn`` has an argument named ``backend``);
-        :meth:`traced_by` says which one traced.
-        """
+        decisions baked in), or ``(graph, outputs)`` with ``return_out=True`` (also spelled
+        ``_return_out``, as in the original torchbend notebooks). Bendings already set apply to the
+        new graph too. ``backend="concrete" | "export" | "auto"`` traces this call with another
+        backend than the module's (spelled ``_backend`` when ``fn`` has an argument named
+        ``backend``); :meth:`traced_by` says which one traced."""
         return_out = bool(inputs.pop("_return_out", return_out))
         with self._lock:
             graph, outputs = self._engine.trace(fn, inputs)
@@ -137,10 +117,9 @@ class BendedModule(nn.Module):
         return self.call("forward", *args, **kwargs)
 
     def call(self, fn: str, /, *args: Any, **kwargs: Any) -> Any:
-        """Call method ``fn``: its bended graph if traced, else the module's method with the
-        bended weights; the flags such a method sets on modules (``set_streaming``) land on
-        the wrapped module's own, as if called on it, and outlive later bendings (weights
-        are never changed)."""
+        """Call method ``fn``: its bended graph if traced, else the module's method with the bended
+        weights; the flags such a method sets on modules (``set_streaming``) land on the wrapped
+        module's own, as if called on it, and outlive later bendings (weights never change)."""
         with self._lock:
             return self._engine.call(fn, args, kwargs)
 
@@ -154,8 +133,6 @@ class BendedModule(nn.Module):
             if engine is None or not engine.table.is_method(name):
                 raise
             return lambda *args, **kwargs: self.call(name, *args, **kwargs)
-
-    # -- bending ---------------------------------------------------------------------------------
 
     def bend(
         self,
@@ -172,27 +149,19 @@ class BendedModule(nn.Module):
         Patterns are regular expressions matched (``re.match``) against weight names
         (``weight_names``) and activation names of traced methods (``activation_names(fn)``);
         ``"encode:conv$"`` scopes a pattern to the activations of ``encode``; ``fn`` restricts
-        unscoped patterns to some methods. Several callbacks on one target apply in the order
-        they were given. Returns the bent keys: weight names, and ``"<method>:<node>"``.
-        ``callback`` may also be a :class:`BendingConfig`, whose bendings are applied in order.
+        unscoped patterns to some methods. Callbacks on one target apply in the order given.
+        Returns the bent keys: weight names, and ``"<method>:<node>"``. ``callback`` may also be
+        a :class:`BendingConfig`, whose bendings are applied in order.
 
-        How the callback applies, for any callback (see :mod:`torchbend.engine.shaping`):
-        ``blend`` mixes the bent value with the unbent one (0: unbent, bit for bit; may be a
-        control); ``subset`` bends a fraction of the target's elements or, with
-        ``tb.Subset(fraction, dim=...)``, of its channels; ``window`` bends activations only
-        within ``tb.Window(start, end, ...)`` (samples of the time axis, or calls);
-        ``guard=True`` (or a ``tb.Guard``) turns NaN and Inf into 0 and limits how far the
-        bent value may spread.
-        """
+        Options, for any callback (see :mod:`torchbend.engine.shaping`): ``blend`` mixes the bent
+        value with the unbent one (0: unbent, bit for bit; may be a control); ``subset`` bends a
+        fraction of the target's elements or, with ``tb.Subset(fraction, dim=...)``, of its
+        channels; ``window`` bends activations only within ``tb.Window(start, end, ...)`` (samples
+        of the time axis, or calls); ``guard=True`` (or a ``tb.Guard``) turns NaN and Inf into 0
+        and limits how far the bent value may spread."""
+        given = {"blend": blend, "subset": subset, "window": window, "guard": guard}
         with self._lock:
-            if not isinstance(callback, BendingConfig):
-                raw = {"blend": blend, "subset": subset, "window": window, "guard": guard}
-                return self._engine.bend(callback, patterns, fn, **raw)
-            if patterns or any(o is not None for o in (blend, subset, window, guard)):
-                raise SelectionError(
-                    "bend(config) takes no patterns or options: the config holds them"
-                )
-            return self._engine.bend_config(callback)
+            return self._engine.bend_given(callback, patterns, fn, given)
 
     def bended_keys(self) -> list[str]:
         """Every bent target: weight names, then ``"<method>:<node>"`` activations."""
@@ -205,47 +174,34 @@ class BendedModule(nn.Module):
 
     def select(self, *patterns: str, fn: Patterns = None) -> list[str]:
         """The keys ``bend`` would bend for ``patterns``, without bending anything."""
-        fns = fn if fn is None or isinstance(fn, str) else tuple(fn)
-        return self._engine.select(patterns, fns)
+        return self._engine.select(patterns, fn)
 
     @property
     def guard(self) -> Guard | None:
         """The guard of every bending that gives none (``bend(..., guard=False)`` for none):
-        ``bended.guard = tb.Guard(std=4.0)`` (or ``True``) applies it to the bendings made
-        and to come; ``None`` removes it. Setting it applies the bendings again (ramps under
-        way end)."""
+        ``bended.guard = tb.Guard(std=4.0)`` (or ``True``) applies it to the bendings made and to
+        come; ``None`` removes it. Setting it applies the bendings again (ramps under way end)."""
         return self._engine.guard
 
     @guard.setter
     def guard(self, guard: bool | Guard | None) -> None:
-        if guard is True:
-            guard = Guard()
-        if guard is False:
-            guard = None
-        if guard is not None and not isinstance(guard, Guard):
-            raise BendingError(f"guard is True, False, None or a tb.Guard, got {guard!r}")
         with self._lock:
             self._engine.set_guard(guard)
 
     @property
     def sample_rate(self) -> float | None:
-        """The wrapped model's sample rate in Hz, for windows in seconds: set here, or read
-        from the model's ``sample_rate`` (or ``sr``) attribute; ``None`` if neither."""
+        """The wrapped model's sample rate in Hz, for windows in seconds: set here, or read from
+        the model's ``sample_rate`` (or ``sr``) attribute; ``None`` if neither."""
         return self._engine.sample_rate()
 
     @sample_rate.setter
     def sample_rate(self, rate: float | None) -> None:
-        if rate is not None and (
-            isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0
-        ):
-            raise BendingError(f"sample_rate is a number of Hz > 0 (or None), got {rate!r}")
-        self._engine.given_rate = None if rate is None else float(rate)
+        self._engine.set_sample_rate(rate)
 
     def mark(self, alias: str, target: str) -> None:
-        """Name ``target`` (a weight, an activation ``"<method>:<node>"``, or a node of
-        ``forward``) ``alias``: ``"#alias"`` then stands for it in any pattern (``bend``,
-        ``get_activations``, configs, the command line). Aliases appear in tables and are
-        saved in configs."""
+        """Name ``target`` (a weight, an activation ``"<method>:<node>"``, or a node of ``forward``)
+        ``alias``: ``"#alias"`` then stands for it in any pattern (``bend``, ``get_activations``,
+        configs, the command line). Aliases appear in tables and are saved in configs."""
         with self._lock:
             self._engine.mark(alias, target)
 
@@ -259,16 +215,13 @@ class BendedModule(nn.Module):
         return self._engine.bending_config()
 
     def reset(self) -> None:
-        """Remove every bending: outputs are again those of the active version (the wrapped
-        module's own by default), bit for bit."""
+        """Remove every bending: outputs are the active version's again, bit for bit."""
         with self._lock:
             self._engine.reset()
 
     def capture(self) -> Restore:
         """Start every :class:`~torchbend.Capture` bending of this model; ``with`` stops them."""
         return self._engine.capture()
-
-    # -- activations in and out ------------------------------------------------------------------
 
     def get_activations(
         self,
@@ -279,13 +232,10 @@ class BendedModule(nn.Module):
         save_as: str | None = None,
         **inputs: Any,
     ) -> Any:
-        """Activations of ``fn`` matched by ``patterns`` on ``inputs``, by node name.
-
-        Computation stops after the last activation needed. ``bended=False`` gives the values
-        of the unbent model (original weights, no activation bending). ``as_tensordict=True``
-        returns a TensorDict with the activations' common batch size. ``save_as`` keeps the
-        truncated graph as a new method (``bended.<save_as>(**inputs)``), bent like ``fn``.
-        """
+        """Activations of ``fn`` matched by ``patterns`` on ``inputs``, by node name, computed up
+        to the last one needed: of the unbent model (original weights, no activation bending) with
+        ``bended=False``; a TensorDict of their common batch size with ``as_tensordict=True``.
+        ``save_as`` keeps the cut graph as a method, bent like ``fn``: ``bended.<save_as>(...)``."""
         with self._lock:
             return self._engine.get_activations(
                 patterns, fn, inputs, bended, as_tensordict, save_as
@@ -301,16 +251,12 @@ class BendedModule(nn.Module):
     ) -> Any:
         """Run ``fn`` from given activations (``names``, valued in ``values``) to its output.
 
-        The part of the graph that only fed those activations is dropped; inputs of ``fn``
-        still used past them must be given in ``values`` too, and run through a graph traced
-        for inputs like them (their sizes, where decisions read them): else a
-        :class:`TracingError` says which differ. ``save_as`` keeps the cut graph
-        as a new method, e.g. ``save_as="decode_from_latent"``.
-        """
+        The part of the graph that only fed those activations is dropped; inputs of ``fn`` still
+        used past them must be given in ``values`` too, and run through a graph traced for inputs
+        like them (their sizes, where decisions read them): else a :class:`TracingError` says which
+        differ. ``save_as`` keeps the cut graph as a new method (``"decode_from_latent"``)."""
         with self._lock:
             return self._engine.from_activations(names, fn, values, bended, save_as)
-
-    # -- controls --------------------------------------------------------------------------------
 
     @property
     def controllables(self) -> dict[str, BendingParameter]:
@@ -318,22 +264,17 @@ class BendedModule(nn.Module):
         return self._engine.board.controllables()
 
     def print_controls(self, out: str | Path | None = None) -> Table:
-        """Table of the controls: value, the values each takes (its range and the bounds of
-        the arguments it drives), clamp, ramp and widget (kind, unit, curve, label, group)."""
+        """Table of the controls: value, the values each takes (its range and the bounds of the
+        arguments it drives), clamp, ramp and widget (kind, unit, curve, label, group)."""
         return self._engine.print_controls(out)
 
     def update(self, name: str, value: float | int | bool, *, ramp: bool = True) -> None:
-        """Set control ``name`` to ``value``; the next call sees it (at once with
-        ``ramp=False``, else spread over the control's ramp).
-
-        No re-trace and no recompilation: activation callbacks read controls when they run;
-        weight bendings that depend on the control are recomputed once, only for the weights
-        they bend (crossfaded over ``ramp`` calls if the control has a ramp).
-        """
+        """Set control ``name`` to ``value``; the next call sees it (at once with ``ramp=False``,
+        else spread over the control's ramp). No re-trace and no recompilation: activation
+        callbacks read controls when they run; weight bendings that read the control are bent
+        again once, only the weights they bend (crossfaded over its ``ramp`` calls, if any)."""
         with self._lock:
             self._engine.board.update(name, value, ramp)
-
-    # -- versions --------------------------------------------------------------------------------
 
     @property
     def version(self) -> str:
@@ -355,9 +296,8 @@ class BendedModule(nn.Module):
     ) -> None:
         """Import another checkpoint with the same weight names as version ``version``
         (``strict=False`` keeps the originals for weights it lacks)."""
-        state = weights.state_dict() if isinstance(weights, nn.Module) else dict(weights)
         with self._lock:
-            self._engine.weights.import_version(version, state, strict)
+            self._engine.import_version(version, weights, strict)
 
     def set_version(self, version: str) -> Restore:
         """Apply bendings to version ``version``; as a context manager, switch back after."""
@@ -366,14 +306,9 @@ class BendedModule(nn.Module):
 
     def interpolate(self, original: float | None = None, /, **weights: float) -> Restore:
         """Within ``with``, bend a normalized weighted mix of versions' weights:
-        ``with bended.interpolate(1., crazy=1.): ...`` mixes the original weights (the
-        positional weight) and version ``crazy`` half and half."""
-        if original is not None:
-            weights = {WeightBank.ORIGINAL: original, **weights}
+        ``interpolate(1., crazy=1.)`` mixes the original (positional) and ``crazy`` half/half."""
         with self._lock:
-            return self._engine.interpolate(weights)
-
-    # -- nn.Module behaviour -----------------------------------------------------------------------
+            return self._engine.interpolate(original, weights)
 
     def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> Any:
         with self._lock:
@@ -388,20 +323,11 @@ class BendedModule(nn.Module):
         return self
 
     def __getstate__(self) -> dict[str, Any]:
-        # Graphs, views and slots point at the wrapped module's tensors and at each other: a
-        # copy made attribute by attribute would run on a mix of the two modules' weights.
-        raise BendingError(
-            f"a BendedModule of {type(self.module).__name__} cannot be copied or pickled; "
-            "wrap a copy of the model and bend it the same way: "
-            "tb.BendedModule(copy.deepcopy(model)).bend(bended.bending_config()) after "
-            "tracing it, or save the bending with bended.bending_config().save(path)"
-        )
+        raise self._engine.copy_refused()
 
     def bended_state_dict(self) -> dict[str, torch.Tensor]:
         """The wrapped module's state dict with bent weights in place of the originals."""
         return self._engine.bended_state_dict()
-
-    # -- inspection --------------------------------------------------------------------------------
 
     @property
     def weight_names(self) -> list[str]:

@@ -4,14 +4,15 @@
 # state buffers and cannot resolve them as strings (as in torchbend/models/cached_conv.py).
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
 
-from ..errors import AudioError
-from .safety_stats import SafetyStats
+from ..errors import AudioError, TorchbendError
+from .safety_stats import SafetyStats, dc_blocker_matrices
 
-__all__ = ["CEILING", "FILE_CEILING", "Safety"]
+__all__ = ["CEILING", "FILE_CEILING", "Safety", "safety_stage"]
 
 CEILING = 10.0
 """Samples beyond ``±CEILING`` (+20 dB over full scale) are clipped there before the DC blocker
@@ -63,7 +64,7 @@ class Safety(nn.Module):
     Cost: on the model's output below the threshold, the stage is two reductions (to decide
     what to do) and the DC blocker, two small matrix products per block; the limiter's
     envelope (a running max, a log and an exp per sample) runs only on blocks that reach
-    the threshold. ``benchmarks/safety.py`` measures it against the shipped model.
+    the threshold. ``benchmarks/bench_safety.py`` measures it against the shipped model.
 
     The stage is stateful, per channel (each row along time of its input): streaming a signal
     through it block by block gives what one call on the whole signal gives, to float rounding.
@@ -161,29 +162,11 @@ class Safety(nn.Module):
         self.log_threshold = math.log(threshold)
         steps = torch.arange(_SEGMENT, dtype=torch.float64)
         self.register_buffer("decay", (steps * self.log_release).float(), persistent=False)
-        # The DC blocker as two matrix products. It subtracts from each sample ``lp[n] = a *
-        # lp[n-1] + (1 - a) * x[n-1]``, the input low-passed at ``cutoff`` (the DC offset),
-        # which makes the high-pass filter above. Within a chunk of ``chunk`` samples, the
-        # output from silence is the chunk's samples times ``dc_matrix`` (the identity less
-        # powers of ``a``; its last column gives ``lp`` one past the chunk). ``lp`` entering
-        # each chunk, and one past the block (the next block's state), follows from those
-        # of the chunks before (``dc_carry``) and the state entering the block (``dc_state``,
-        # times ``dc_chunk_powers``); it takes ``a ** n`` times itself from the chunk's
-        # samples (``dc_powers``). Every power of ``a`` is at most 1: nothing overflows.
+        # The DC blocker as two matrix products (see dc_blocker_matrices): it subtracts from
+        # each sample the input low-passed at ``cutoff`` (the DC offset).
         self.a = math.exp(-2.0 * math.pi * cutoff / sample_rate)
-        n = torch.arange(_CHUNK + 1, dtype=torch.float64)
-        lags = n[None, :] - n[:, None]  # [k, n]: n - k
-        lowpass = torch.where(lags >= 1, (1.0 - self.a) * self.a ** (lags - 1).clamp(min=0), 0.0)
-        matrix = torch.eye(_CHUNK + 1, dtype=torch.float64) - lowpass
-        matrix[:, _CHUNK] = lowpass[:, _CHUNK]
-        self.register_buffer("dc_matrix", matrix[:_CHUNK].float(), persistent=False)
-        self.register_buffer("dc_powers", -(self.a ** n[:_CHUNK]).float(), persistent=False)
-        to_chunk = self.a**_CHUNK
-        j = torch.arange(_CHUNKS + 1, dtype=torch.float64)
-        lags = j[None, :] - j[:, None]
-        carry = torch.where(lags >= 1, to_chunk ** (lags - 1).clamp(min=0), 0.0)
-        self.register_buffer("dc_carry", carry[:_CHUNKS].float(), persistent=False)
-        self.register_buffer("dc_chunk_powers", (to_chunk**j).float(), persistent=False)
+        for name, tensor in dc_blocker_matrices(self.a, _CHUNK, _CHUNKS).items():
+            self.register_buffer(name, tensor, persistent=False)
         self.register_buffer("dc_state", torch.zeros(0), persistent=False)
         self.register_buffer("log_env", torch.zeros(0), persistent=False)
         self.register_buffer("age", torch.zeros(0, dtype=torch.long), persistent=False)
@@ -392,3 +375,21 @@ def _check_number(
         below = value <= high if high_in else value < high  # type: ignore[operator]
     if not number or not (above and below):
         raise AudioError(f"{name} must be {bound}, got {value!r}")
+
+
+def safety_stage(
+    safety: Any, sample_rate: int, what: str, error: type[TorchbendError] = AudioError
+) -> Safety | None:
+    """The stage a ``safety=`` argument asks for (``True``: a new one at ``sample_rate``;
+    ``False``: none; a :class:`Safety`: itself, if it works at ``sample_rate``), or an
+    ``error`` that names ``what`` runs at that rate (``"the stream"``)."""
+    if isinstance(safety, Safety):
+        if safety.sample_rate != sample_rate:
+            raise error(
+                f"the safety stage works at {safety.sample_rate} Hz and {what} at "
+                f"{sample_rate} Hz; make it with Safety({sample_rate}, ...)"
+            )
+        return safety
+    if not isinstance(safety, bool):
+        raise error(f"safety must be True, False or a tb.audio.Safety, got {safety!r}")
+    return Safety(sample_rate) if safety else None

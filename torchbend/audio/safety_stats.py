@@ -1,4 +1,5 @@
-"""What a safety stage did: its counts and levels, and how reports print a level."""
+"""What a safety stage did (its counts and levels, and how reports print a level), and the
+precomputed matrices of its DC blocker."""
 
 # No ``from __future__ import annotations``: SafetyStats is a dataclass whose signature
 # (shown by ``help`` and checked by the API snapshot) keeps its real types.
@@ -6,7 +7,9 @@
 import math
 from dataclasses import dataclass
 
-__all__ = ["SafetyStats", "decibels"]
+import torch
+
+__all__ = ["SafetyStats", "dc_blocker_matrices", "decibels"]
 
 
 @dataclass(frozen=True)
@@ -65,3 +68,35 @@ def decibels(level: float) -> str:
     if math.isinf(level):
         return "infinite"
     return f"{20.0 * math.log10(level):+.1f} dBFS"
+
+
+def dc_blocker_matrices(a: float, chunk: int, chunks: int) -> dict[str, torch.Tensor]:
+    """The DC blocker's matrices (float32) for a low-pass of pole ``a``, in chunks of ``chunk``
+    samples, ``chunks`` of them a segment (:class:`~torchbend.audio.safety.Safety` keeps them as
+    buffers).
+
+    The DC blocker as two matrix products. It subtracts from each sample ``lp[n] = a *
+    lp[n-1] + (1 - a) * x[n-1]``, the input low-passed at the cutoff (the DC offset), which
+    makes a high-pass filter. Within a chunk of ``chunk`` samples, the output from silence is
+    the chunk's samples times ``dc_matrix`` (the identity less powers of ``a``; its last column
+    gives ``lp`` one past the chunk). ``lp`` entering each chunk, and one past the block (the
+    next block's state), follows from those of the chunks before (``dc_carry``) and the state
+    entering the block (``dc_state``, times ``dc_chunk_powers``); it takes ``a ** n`` times
+    itself from the chunk's samples (``dc_powers``). Every power of ``a`` is at most 1:
+    nothing overflows.
+    """
+    n = torch.arange(chunk + 1, dtype=torch.float64)
+    lags = n[None, :] - n[:, None]  # [k, n]: n - k
+    lowpass = torch.where(lags >= 1, (1.0 - a) * a ** (lags - 1).clamp(min=0), 0.0)
+    matrix = torch.eye(chunk + 1, dtype=torch.float64) - lowpass
+    matrix[:, chunk] = lowpass[:, chunk]
+    to_chunk = a**chunk
+    j = torch.arange(chunks + 1, dtype=torch.float64)
+    lags = j[None, :] - j[:, None]
+    carry = torch.where(lags >= 1, to_chunk ** (lags - 1).clamp(min=0), 0.0)
+    return {
+        "dc_matrix": matrix[:chunk].float(),
+        "dc_powers": -(a ** n[:chunk]).float(),
+        "dc_carry": carry[:chunks].float(),
+        "dc_chunk_powers": (to_chunk**j).float(),
+    }

@@ -16,8 +16,7 @@ from torch import nn
 
 from ..bended import BendedModule
 from ..errors import AudioError
-from .safety import Safety
-from .safety_stage import safety_stage
+from .safety import Safety, safety_stage
 from .safety_stats import SafetyStats
 
 __all__ = [

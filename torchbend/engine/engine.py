@@ -3,7 +3,7 @@ that change them (tracing, calling, bending as one transaction, versions, device
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from ..callbacks.base import BendingCallback
 from ..callbacks.bend_options import Guard, options
 from ..callbacks.rewire import Rewire
 from ..config import BendingConfig
-from ..errors import BendingError, SelectionError
+from ..errors import BendingError, SelectionError, TracingError
 from ..tracing import TracedGraph
 from ..tracing.backends import Backend
 from ..tracing.backends.named import make_backend
@@ -56,16 +56,20 @@ class Engine:
     def __init__(
         self,
         module: nn.Module,
-        *,
-        leaves: Sequence[type | str] = (),
+        leaves: Iterable[type | str] = (),
         strict: bool = False,
         max_graphs: int = 16,
         check: bool = True,
         backend: Backend | str = "auto",
         reserved: Collection[str] = (),
     ) -> None:
+        if not isinstance(module, nn.Module):
+            raise TracingError(
+                f"BendedModule wraps an nn.Module, got {type(module).__name__}; wrap plain "
+                "functions in an nn.Module whose forward calls them."
+            )
         self.module = module
-        self.leaves = tuple(leaves)
+        self.leaves: tuple[type | str, ...] = tuple(leaves)
         self.aliases = Aliases()
         self.guard: Guard | None = None
         """The guard of every bending that gives none (see :meth:`set_guard`)."""
@@ -109,6 +113,25 @@ class Engine:
             if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
                 return float(value)
         return None
+
+    def set_sample_rate(self, rate: float | None) -> None:
+        """Set the sample rate (``None``: read it from the model again)."""
+        if rate is not None and (
+            isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0
+        ):
+            raise BendingError(f"sample_rate is a number of Hz > 0 (or None), got {rate!r}")
+        self.given_rate = None if rate is None else float(rate)
+
+    def copy_refused(self) -> BendingError:
+        """The error for copying or pickling the bended module."""
+        # Graphs, bent modules and slots point at the wrapped module's tensors and at each
+        # other: a copy made attribute by attribute would run on a mix of two modules' weights.
+        return BendingError(
+            f"a BendedModule of {type(self.module).__name__} cannot be copied or pickled; "
+            "wrap a copy of the model and bend it the same way: "
+            "tb.BendedModule(copy.deepcopy(model)).bend(bended.bending_config()) after "
+            "tracing it, or save the bending with bended.bending_config().save(path)"
+        )
 
     # -- tracing and calling ------------------------------------------------------------------
 
@@ -179,6 +202,21 @@ class Engine:
         self.bendings.warnings_for(bending, self.table.entries(), self.table.flips)
         return selection.keys()
 
+    def bend_given(
+        self,
+        callback: BendingCallback | BendingConfig,
+        patterns: Sequence[str],
+        fn: str | Sequence[str] | None,
+        given: dict[str, Any],
+    ) -> list[str]:
+        """What ``bend(callback, *patterns, fn=fn, **given)`` asks: :meth:`bend`, or for a
+        :class:`BendingConfig` (which takes no patterns or options) :meth:`bend_config`."""
+        if not isinstance(callback, BendingConfig):
+            return self.bend(callback, patterns, fn, **given)
+        if patterns or any(o is not None for o in given.values()):
+            raise SelectionError("bend(config) takes no patterns or options: the config holds them")
+        return self.bend_config(callback)
+
     def bend_config(self, config: BendingConfig) -> list[str]:
         """Mark the aliases of ``config`` and apply its bendings in order; the keys bent."""
         for alias, target in config.aliases.items():
@@ -198,12 +236,20 @@ class Engine:
         except SelectionError as e:
             raise SelectionError(f"{e}{self.inspector.why_not_bendable(patterns)}") from None
 
-    def select(self, patterns: Sequence[str], fn: Fns) -> list[str]:
+    def select(self, patterns: Sequence[str], fn: str | Sequence[str] | None) -> list[str]:
         """The keys :meth:`bend` would bend for ``patterns``."""
-        return self.selection(self.aliases.expand(patterns), fn).keys()
+        fns = fn if fn is None or isinstance(fn, str) else tuple(fn)
+        return self.selection(self.aliases.expand(patterns), fns).keys()
 
-    def set_guard(self, guard: Guard | None) -> None:
-        """Make ``guard`` the guard of the bendings that give none, applying them again."""
+    def set_guard(self, guard: bool | Guard | None) -> None:
+        """Make ``guard`` (``True``: a default :class:`Guard`; ``False``: none) the guard of the
+        bendings that give none, applying them again."""
+        if guard is True:
+            guard = Guard()
+        if guard is False:
+            guard = None
+        if guard is not None and not isinstance(guard, Guard):
+            raise BendingError(f"guard is True, False, None or a tb.Guard, got {guard!r}")
         config = self.bending_config()
         before, self.guard = self.guard, guard
         if before == guard or not len(config):
@@ -288,8 +334,18 @@ class Engine:
         """Apply bendings to ``version``; ``with`` switches back after."""
         return Restore(self.weights.rebase(version, self.weights.base_of(version)))
 
-    def interpolate(self, weights: dict[str, float]) -> Restore:
-        """Bend a normalized weighted mix of versions' weights; ``with`` switches back after."""
+    def import_version(
+        self, version: str, weights: dict[str, torch.Tensor] | nn.Module, strict: bool
+    ) -> None:
+        """Keep the weights of another checkpoint (or module) as ``version``."""
+        state = weights.state_dict() if isinstance(weights, nn.Module) else dict(weights)
+        self.weights.import_version(version, state, strict)
+
+    def interpolate(self, original: float | None, weights: dict[str, float]) -> Restore:
+        """Bend a normalized weighted mix of versions' weights (``original``: the weight of
+        the original version, if given); ``with`` switches back after."""
+        if original is not None:
+            weights = {WeightBank.ORIGINAL: original, **weights}
         return Restore(self.weights.rebase(self.weights.active, self.weights.mix(weights)))
 
     def apply(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:

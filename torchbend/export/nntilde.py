@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
-from ..audio.safety import Safety
-from ..audio.safety_stage import safety_stage
+from ..audio.safety import Safety, safety_stage
 from ..bended import BendedModule
 from ..errors import ExportError, TracingError
 from ..tracing.facts import describe_fact
