@@ -77,7 +77,7 @@ class Engine:
         """The sample rate set on the bended module, if any (see :meth:`sample_rate`)."""
         self.bendings = BendingSet(type(module).__name__, self.sample_rate)
         self.weights = WeightBank(weight_holder(module), self.bendings, self._new_bent_module)
-        table = MethodTable(
+        self.table = MethodTable(
             module,
             self.backend_named(backend),
             self.bendings,
@@ -87,9 +87,8 @@ class Engine:
             check,
             reserved,
         )
-        self.table = table
         self.board = ControlBoard(self.bendings, self.weights)
-        self.inspector = Inspector(table, self.weights)
+        self.inspector = Inspector(self.table, self.weights)
 
     def _new_bent_module(self, module: nn.Module) -> None:
         """The weight bank made a new bent module: the compiled graphs read it from now on."""

@@ -1,8 +1,9 @@
 """The method table: traced methods, their graphs, dispatch of calls to them, and their guards.
 
-This is the one place that traces. It asks a :class:`TracingBackend` for a graph of a method
-on example inputs, keeps one :class:`Entry` per set of decisions, and routes each call to the
-entry whose guards its inputs pass (tracing again, once, for inputs that take other decisions).
+It has the one place that traces (its :class:`~torchbend.engine.entries.EntryTracer`, which
+asks a tracing backend for a graph of a method on example inputs), keeps one :class:`Entry`
+per set of decisions, and routes each call to the entry whose guards its inputs pass (tracing
+again, once, for inputs that take other decisions).
 What happens to a new entry (bendings attached, a GraphModule compiled) is left to the
 :class:`EntryHooks` it is given, so that the table knows nothing of bending.
 """
