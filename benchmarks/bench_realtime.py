@@ -7,7 +7,7 @@ For each block size, one round processes a burst of 8 consecutive blocks with ea
 (after one untimed block, so that each runs with its own weights in the caches, as a stream
 does), the variants in a shuffled order (seeded): the plain model, the BendedModule with
 nothing bent, the BendedModule with a Mask on an activation and a Scale on a weight (the Mask
-folded into the weights of the layer reading the activation: ``torchbend.folding``), the same
+folded into the weights of the layer reading the activation: ``torchbend.engine.folding``), the same
 with a Clamp instead of the Mask (which cannot fold: its slot runs on every block), and the
 bent and unbent models exported for nn~ (``tb.export.nntilde``) and loaded back with
 ``torch.jit.load`` (the bending's cost without Python's per-call cost).

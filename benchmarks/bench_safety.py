@@ -26,8 +26,8 @@ import torch
 from bench_call import cpu_name, interleaved, write_section
 
 from torchbend import models
+from torchbend.audio.safety import Safety
 from torchbend.audio.stream import Stream
-from torchbend.safety import Safety
 
 BURST = 8  # consecutive blocks per variant and round, as a stream runs them
 SAMPLE_RATE = 44100

@@ -26,9 +26,9 @@ import torch
 import torchbend as tb
 from torchbend.audio import load as load_audio
 from torchbend.audio import save
+from torchbend.audio.safety import FILE_CEILING
 from torchbend.audio.stream import Stream
 from torchbend.models import load
-from torchbend.safety import FILE_CEILING
 
 REPO = Path(__file__).resolve().parents[1]
 BLOCK = 2048  # samples per block: 46 ms at 44.1 kHz, a multiple of the model's ratio (16)

@@ -22,8 +22,8 @@ import torch
 import torchbend as tb
 from torchbend.audio import load as load_audio
 from torchbend.audio import save
+from torchbend.audio.safety import FILE_CEILING
 from torchbend.models import TinyRave, load
-from torchbend.safety import FILE_CEILING
 
 REPO = Path(__file__).resolve().parents[1]
 

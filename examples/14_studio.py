@@ -34,8 +34,8 @@ import torch
 
 import torchbend as tb
 from torchbend.audio.render import render
+from torchbend.audio.safety import FILE_CEILING
 from torchbend.models.reference import load_model
-from torchbend.safety import FILE_CEILING
 from torchbend.studio import Studio, StudioServer
 
 

@@ -347,7 +347,7 @@ def test_controls_are_listed_with_their_values_and_widgets(bended):
     bended.bend(tb.Scale(tb.BendingParameter("gain", 1.0, range=(0.0, 2.0), ramp=4)), "a$")
     wave = tb.BendingParameter("wave", 0, range=(0, 1), widget=Widget(choices=("up", "down")))
     bended.bend(tb.Roll(wave), "b$")
-    table = bended._board.table()
+    table = bended._engine.board.table()
     assert table.headers[:7] == ["name", "type", "value", "values", "clamp", "ramp", "widget"]
     rows = {row[0]: row for row in table.rows}
     assert rows["gain"][1:7] == ["float", 1.0, "[0.0, 2.0]", "no", 4, "knob"]

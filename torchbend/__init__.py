@@ -41,9 +41,10 @@ from .callbacks import (
     callback_from_name,
     load_callbacks,
 )
-from .callbacks.shaping import Guard, Subset, Window
+from .callbacks.bend_options import Guard, Subset, Window
 from .config import BendingConfig
 from .controls import BendingParameter, Widget
+from .engine.tables import Table
 from .errors import (
     AudioError,
     BendingError,
@@ -57,7 +58,6 @@ from .errors import (
     TracingError,
     WeightsError,
 )
-from .tables import Table
 from .tracing import BendingTracer, FlowStep, TracedGraph
 
 __version__ = "0.1.0"

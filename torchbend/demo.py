@@ -7,10 +7,10 @@ from pathlib import Path
 
 import torch
 
+from .audio.safety import FILE_CEILING, Safety
 from .bended import BendedModule
 from .callbacks import BendingCallback, Mask, Noise, Scale
 from .controls import BendingParameter
-from .safety import FILE_CEILING, Safety
 
 __all__ = ["BENDINGS", "SOUNDS", "run_demo"]
 

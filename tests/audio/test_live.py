@@ -18,9 +18,9 @@ from torch import nn
 import torchbend as tb
 from torchbend.audio.live import import_sounddevice, live, write
 from torchbend.audio.osc import OSCControl
+from torchbend.audio.safety import Safety
 from torchbend.audio.stream import Stream, StreamStats
 from torchbend.errors import AudioError
-from torchbend.safety import Safety
 
 pytest.importorskip("pythonosc", reason="OSC tests need python-osc: pip install 'torchbend[live]'")
 from pythonosc.udp_client import SimpleUDPClient

@@ -1,4 +1,4 @@
-"""Tests for torchbend.safety: the guard, the DC blocker, the limiter, their state and
+"""Tests for torchbend.audio.safety: the guard, the DC blocker, the limiter, their state and
 report, scripting, and the safety stage of Stream."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import torch
 from torch import nn
 
 import torchbend as tb
+from torchbend.audio.safety import CEILING, FILE_CEILING, Safety
+from torchbend.audio.safety_stats import SafetyStats, decibels
 from torchbend.audio.stream import Stream
 from torchbend.errors import AudioError
-from torchbend.safety import CEILING, FILE_CEILING, Safety, SafetyStats, decibels
 
 pytestmark = pytest.mark.audio
 

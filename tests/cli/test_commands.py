@@ -136,8 +136,8 @@ def test_demo_renders_files_to_listen_to_and_a_picture_with_a_log_frequency_axis
     import matplotlib.figure
     import soundfile as sf
 
+    from torchbend.audio.safety import FILE_CEILING
     from torchbend.demo import run_demo
-    from torchbend.safety import FILE_CEILING
 
     figures = []
     savefig = matplotlib.figure.Figure.savefig
@@ -229,7 +229,7 @@ def stereo(path, length: int = 20000):
 
 
 def test_bend_renders_every_channel_as_the_python_api_does(tmp_path):
-    from torchbend.safety import FILE_CEILING, Safety
+    from torchbend.audio.safety import FILE_CEILING, Safety
 
     audio = stereo(tmp_path / "in.wav")
     bend = "Scale(0.5)@encoder_2$"

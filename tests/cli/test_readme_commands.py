@@ -10,10 +10,10 @@ import pytest
 import torch
 
 import torchbend as tb
+from torchbend.audio.safety import FILE_CEILING, Safety
 from torchbend.audio.stream import Stream
 from torchbend.cli import main, parse_bend
 from torchbend.export import check_nntilde
-from torchbend.safety import FILE_CEILING, Safety
 
 pytestmark = pytest.mark.audio
 

@@ -12,9 +12,9 @@ import soundfile as sf
 import torch
 
 import torchbend as tb
+from torchbend.audio.safety import FILE_CEILING, Safety
 from torchbend.audio.stream import StreamStats
 from torchbend.cli import main, parse_bend
-from torchbend.safety import FILE_CEILING, Safety
 
 pytestmark = pytest.mark.audio
 

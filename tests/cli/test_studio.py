@@ -18,7 +18,7 @@ import torchbend as tb
 from tests.command import in_process
 from tests.studio.client import Client, decode_wav
 from torchbend.audio.render import render
-from torchbend.safety import FILE_CEILING
+from torchbend.audio.safety import FILE_CEILING
 
 pytestmark = pytest.mark.audio
 

@@ -21,7 +21,7 @@ from torchbend.callbacks import CALLBACKS
 from torchbend.callbacks.argument import INT_MAX, INT_MIN, Argument, declared
 from torchbend.callbacks.draws import mix_seed, name_crc, target_generator, target_seed
 from torchbend.callbacks.seeded import Seeded
-from torchbend.callbacks.shaping import Shaped
+from torchbend.engine.shaping import Shaped
 from torchbend.errors import ExportError
 from torchbend.export import torchscript
 

@@ -17,7 +17,7 @@ import torchbend as tb
 from tests.browser import needs_browser, open_page
 from tests.studio.client import Client, decode_wav, served, tiny_studio
 from torchbend.audio.render import render
-from torchbend.safety import FILE_CEILING
+from torchbend.audio.safety import FILE_CEILING
 from torchbend.studio import Studio
 
 pytestmark = [pytest.mark.audio, needs_browser]

@@ -15,10 +15,10 @@ import torch
 import torchbend as tb
 from tests.studio.client import Client, decode_wav, served, tiny_studio
 from torchbend.audio.render import render
+from torchbend.audio.safety import FILE_CEILING
 from torchbend.audio.stream import Stream
+from torchbend.engine.selection import filter_names
 from torchbend.errors import StudioError
-from torchbend.safety import FILE_CEILING
-from torchbend.selection import filter_names
 from torchbend.studio import Limits, Studio, StudioServer
 from torchbend.studio.describe import FORM_CALLBACKS
 from torchbend.studio.server import STATIC, check_bind

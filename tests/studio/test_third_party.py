@@ -12,8 +12,8 @@ import torch
 import torchbend as tb
 from tests.studio.client import Client, decode_wav, served
 from torchbend.audio.render import render, trace_audio
+from torchbend.audio.safety import FILE_CEILING
 from torchbend.models.reference import load_model
-from torchbend.safety import FILE_CEILING
 from torchbend.studio import Studio
 
 pytest.importorskip("asteroid_filterbanks")

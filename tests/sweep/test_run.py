@@ -23,8 +23,8 @@ import torchbend as tb
 from tests.browser import needs_browser, open_page
 from tests.command import in_process
 from torchbend.audio.render import STREAM_BLOCK, render, streams, trace_audio
+from torchbend.audio.safety import FILE_CEILING
 from torchbend.errors import SweepError
-from torchbend.safety import FILE_CEILING
 from torchbend.sweep import LocalPool, RayEngine
 
 from .sweeps import SOUNDS, audio_bytes, comparable, small_spec, write_spec

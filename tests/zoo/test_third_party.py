@@ -97,7 +97,7 @@ def test_docs_table_lists_the_zoo():
 
 def _read_by_layers(bended: tb.BendedModule, model: ZooModel, module: torch.nn.Module) -> list[str]:
     """Activations of fixed float shape read by a convolution or a Linear of ``module``."""
-    from torchbend.folding import layer_kind
+    from torchbend.engine.folding import layer_kind
 
     found = []
     for node in bended.graph(model.method).nodes:

@@ -11,8 +11,8 @@ from torch import nn
 
 from ..bended import BendedModule
 from ..errors import AudioError
-from ..safety import Safety
 from .osc import OSCControl
+from .safety import Safety
 from .stream import Stream, StreamStats
 
 __all__ = ["import_sounddevice", "live", "write"]

@@ -12,7 +12,7 @@ from torch import nn
 
 from ..bended import BendedModule
 from ..errors import TorchbendError
-from ..safety import Safety, safety_stage
+from .safety import Safety, safety_stage
 
 __all__ = [
     "STREAM_BLOCK",

@@ -16,7 +16,8 @@ from torch import nn
 
 from ..bended import BendedModule
 from ..errors import AudioError
-from ..safety import Safety, SafetyStats, safety_stage
+from .safety import Safety, safety_stage
+from .safety_stats import SafetyStats
 
 __all__ = [
     "MAX_BLOCK_SIZE",

@@ -96,7 +96,7 @@ class BendingCallback(nn.Module):
         there is one (``None`` by default, and while an argument ramps along time).
 
         A bended graph uses it to fold the bending of an activation into the weights of the
-        linear layers that read it (see :mod:`torchbend.folding`), so that the bending costs
+        linear layers that read it (see :mod:`torchbend.engine.folding`), so that the bending costs
         nothing per call; ``f`` must broadcast onto the target's traced shape. A change of
         ``f`` (a control moved, an argument set) must count in :attr:`revision`, as changes of
         arguments and state do: the graph folds again then.

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..callbacks.base import BendingCallback, Chain
-from ..callbacks.shaping import Guard, Subset, Window
+from ..callbacks.bend_options import Guard, Subset, Window
 from ..controls import BendingParameter, ControlView, Widget, control_of, is_control
 from ..errors import BendingError, did_you_mean
 from .schema import FORMAT, VERSION, check
@@ -33,7 +33,7 @@ class ConfigItem:
     """Targets the patterns matched, for a config taken from a module."""
     options: dict[str, Any] = field(default_factory=dict)
     """How the callback applies: ``blend``, ``subset``, ``window``, ``guard``, as
-    ``BendedModule.bend`` takes them (see :mod:`torchbend.callbacks.shaping`)."""
+    ``BendedModule.bend`` takes them (see :mod:`torchbend.engine.shaping`)."""
 
 
 class BendingConfig:

@@ -29,7 +29,7 @@ class Widget:
     :class:`BendingParameter` as ``widget=``.
 
     A control's widget is saved with it in configurations, listed in tables of controls
-    (:func:`torchbend.tables.controls_table`), sent to OSC clients that ask
+    (:func:`torchbend.engine.tables.controls_table`), sent to OSC clients that ask
     (``/torchbend/controls``) and written into exported TorchScript and nn~ files
     (docs/export.md, "Control metadata"). Hints only: the values a
     control takes are set by its ``range``, ``clamp`` and the arguments it drives, never by

@@ -25,8 +25,8 @@ from ..errors import ExportError
 from ..tracing.facts import kind_of
 
 if TYPE_CHECKING:
-    from ..parts.dispatch import Entry
-    from ..parts.view import BendedView
+    from ..engine.dispatch import Entry
+    from ..engine.readonly import BendedView
 
 __all__ = [
     "MISSING",

@@ -13,9 +13,9 @@ from torch import nn
 
 from ..callbacks.base import BendingCallback
 from ..controls import rules  # noqa: F401  (called by the TorchScript source script() defines)
+from ..engine.folding import fold_slots
+from ..engine.rewriting import ActivationSlot, build_graph_module, graph_module_record
 from ..errors import ExportError
-from ..folding import fold_slots
-from ..rewriting import ActivationSlot, build_graph_module, graph_module_record
 from ..tracing.surgery import strip_guards
 from .contract import error_summary
 from .plan import ExportPlan, leaves, start_from_silence

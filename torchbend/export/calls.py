@@ -16,8 +16,8 @@ from .arguments import MISSING, ExportedArgument
 from .contract import MAX_BUFFER_SIZE, TEST_BATCHES, buffer_sizes
 
 if TYPE_CHECKING:
-    from ..parts.dispatch import Entry
-    from ..parts.view import BendedView
+    from ..engine.dispatch import Entry
+    from ..engine.readonly import BendedView
 
 __all__ = ["check_one_graph", "default_labels", "infer_params", "least_buffer"]
 

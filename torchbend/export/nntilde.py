@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 
+from ..audio.safety import Safety, safety_stage
 from ..bended import BendedModule
 from ..errors import ExportError, TracingError
-from ..safety import Safety, safety_stage
 from .build import build, script
 from .calls import check_one_graph, default_labels, infer_params, least_buffer
 from .contract import (
@@ -32,7 +32,7 @@ from .torchscript import save
 from .verify import check_export
 
 if TYPE_CHECKING:
-    from ..parts.view import BendedView
+    from ..engine.readonly import BendedView
 
 __all__ = ["MAX_SAMPLE_RATE", "MIN_SAMPLE_RATE", "TYPE_HASH", "nntilde"]
 

@@ -13,13 +13,13 @@ from ..callbacks.argument import Argument, declared
 from ..callbacks.base import BendingCallback, Chain
 from ..callbacks.seeded import Seeded
 from ..controls import BendingParameter, Control, control_of
+from ..engine.selfcheck import kept_buffers
 from ..errors import ExportError
-from ..parts.check import kept_buffers
 from .arguments import ExportedArgument, method_arguments
 
 if TYPE_CHECKING:
     from ..bended import BendedModule
-    from ..parts.dispatch import Entry
+    from ..engine.dispatch import Entry
 
 __all__ = [
     "ExportPlan",
@@ -40,7 +40,7 @@ class PlannedWrite:
     """The index of the exported callback."""
     path: str
     """Where the callback whose argument it is sits in it: ``""`` (itself), ``"callback"``
-    (the one a :class:`~torchbend.callbacks.shaping.Shaped` holds)."""
+    (the one a :class:`~torchbend.engine.shaping.Shaped` holds)."""
     argument: Argument
     """The argument, as declared."""
     source: Control

@@ -8,10 +8,10 @@ from typing import Any
 
 import torch
 
-from ..callbacks.shaping import Shaped
+from ..engine.selfcheck import first_difference
+from ..engine.shaping import Shaped
 from ..errors import ExportError
-from ..parts.check import first_difference
-from ..parts.dispatch import clone_inputs
+from ..tracing.values import clone_inputs
 from .plan import ExportPlan
 
 __all__ = ["check_export"]

@@ -45,7 +45,7 @@ class CachedConv1d(nn.Conv1d):
     torchbend_leaf = True
     # Its output is linear in its input's channels through ``weight`` (the cache holds past
     # input, or past output, made with the same weight): a static channel bending of its
-    # input folds into its weight (torchbend.folding).
+    # input folds into its weight (torchbend.engine.folding).
     torchbend_linear = True
 
     def __init__(
@@ -116,7 +116,7 @@ class CachedConvTranspose1d(nn.ConvTranspose1d):
     torchbend_leaf = True
     # Its output is linear in its input's channels through ``weight`` (the cache holds past
     # input, or past output, made with the same weight): a static channel bending of its
-    # input folds into its weight (torchbend.folding).
+    # input folds into its weight (torchbend.engine.folding).
     torchbend_linear = True
 
     def __init__(

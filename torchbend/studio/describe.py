@@ -15,8 +15,8 @@ from ..bended import BendedModule
 from ..callbacks.argument import NO_NEUTRAL, declared
 from ..callbacks.base import BendingCallback
 from ..callbacks.registry import CALLBACKS
+from ..engine.selection import filter_names
 from ..errors import StudioError, did_you_mean
-from ..selection import filter_names
 from ..tracing.facts import describe_fact
 from ..tracing.records import record_of
 

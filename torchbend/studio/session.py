@@ -30,10 +30,11 @@ from ..audio.render import (
     streams,
     trace_audio,
 )
+from ..audio.safety import FILE_CEILING, Safety
+from ..audio.safety_stats import SafetyStats
 from ..audio.stream import reset_cache
 from ..bended import BendedModule
 from ..errors import StudioError, TorchbendError, did_you_mean
-from ..safety import FILE_CEILING, Safety, SafetyStats
 from ..sweep.jobs import encode
 from ..sweep.measure import measure
 from . import describe

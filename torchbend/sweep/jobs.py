@@ -23,10 +23,11 @@ import numpy as np
 import torch
 
 from ..audio.render import STREAM_BLOCK, render, streams, trace_audio
+from ..audio.safety import FILE_CEILING, Safety
+from ..audio.safety_stats import SafetyStats
 from ..bended import BendedModule
 from ..config import BendingConfig
 from ..models.reference import load_model
-from ..safety import FILE_CEILING, Safety, SafetyStats
 from .measure import BROKEN, measure
 
 __all__ = ["Job", "Renderer", "Setup", "encode", "with_threads"]
@@ -110,7 +111,7 @@ def run_audio(
 ) -> tuple[torch.Tensor, SafetyStats | None]:
     """``audio`` through the model as it is bent now, as the sweep renders (exact length), and
     what the safety stage did to it (``None`` when the sweep writes the model's raw output).
-    The stage is the files' one: a limiter within :data:`~torchbend.safety.FILE_CEILING`, so
+    The stage is the files' one: a limiter within :data:`~torchbend.audio.safety.FILE_CEILING`, so
     that no written sample clips."""
     stage = Safety(setup.sample_rate, ceiling=FILE_CEILING) if setup.safety else None
     out, _ = render(

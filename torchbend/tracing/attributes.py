@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from .inspection import is_user_file
+from .introspection import is_user_file
 
 __all__ = ["ModuleState", "is_plain", "module_state", "runs_user_code"]
 

@@ -9,7 +9,7 @@ from typing import Any, Protocol, cast
 import torch
 import torch.fx
 
-from .inspection import is_user_file
+from .introspection import is_user_file
 
 __all__ = ["ConcreteAttribute", "ConcreteProxy", "ConcreteTracer"]
 

@@ -19,7 +19,7 @@ from .compat import RootCallTracer, recorded_node, target_name
 from .factories import traced_factories
 from .facts import Fact
 from .flow import READERS, FlowStep, check_decision, is_guard
-from .inspection import decision_file, user_inspection
+from .introspection import decision_file, user_inspection
 from .objects import class_key, object_fields, rebuild_object
 from .operations import PURE_FUNCTIONS, SHAPE_ATTRIBUTES, SHAPE_METHODS, returns_none
 from .placeholders import root_call

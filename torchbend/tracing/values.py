@@ -11,7 +11,7 @@ from torch.fx.immutable_collections import immutable_dict
 
 from .tensordict import is_tensordict
 
-__all__ = ["has_proxy", "holds_tensor", "is_proxied_input", "leaves", "map_values"]
+__all__ = ["clone_inputs", "has_proxy", "holds_tensor", "is_proxied_input", "leaves", "map_values"]
 
 
 def map_values(value: Any, fn: Callable[[Any], Any]) -> Any:
@@ -61,3 +61,17 @@ def is_proxied_input(value: Any) -> bool:
     if isinstance(value, (torch.Tensor, int, float)) or is_tensordict(value):
         return True
     return holds_tensor(value)
+
+
+def clone_inputs(value: Any) -> Any:
+    """``value`` with its tensors (and TensorDicts) cloned, through lists, tuples and dicts:
+    inputs a run may change in place, given to it as copies."""
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(clone_inputs(v) for v in value)
+    if type(value) is dict:
+        return {k: clone_inputs(v) for k, v in value.items()}
+    if is_tensordict(value):
+        return value.clone()
+    return value

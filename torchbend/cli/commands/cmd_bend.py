@@ -77,7 +77,8 @@ def _channels(audio: torch.Tensor, choice: str, path: str) -> torch.Tensor:
 def run(args: argparse.Namespace) -> int:
     from ...audio import load, save
     from ...audio.io import FORMATS
-    from ...safety import FILE_CEILING, Safety, decibels
+    from ...audio.safety import FILE_CEILING, Safety
+    from ...audio.safety_stats import decibels
 
     out_path = output_path(args.output, "OUTPUT", tuple(FORMATS))
     model = bended_model(args)

@@ -1,1 +1,0 @@
-"""The parts BendedModule delegates to: method table, bending set, control board, views."""

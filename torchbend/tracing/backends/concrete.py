@@ -1,0 +1,41 @@
+"""The concrete backend: torch.fx symbolic tracing run side by side with concrete values."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from torch import nn
+
+from ..records import TracedGraph
+from ..tensordict import TensorDictProgram, is_tensordict_module
+from ..tracer import BendingTracer
+from ..values import clone_inputs
+from .protocol import ValueHook, call_method
+
+__all__ = ["ConcreteBackend"]
+
+
+class ConcreteBackend:
+    """torch.fx symbolic tracing run side by side with concrete values (:class:`BendingTracer`)."""
+
+    name = "concrete"
+
+    def __init__(self, leaves: Sequence[type | str] = ()) -> None:
+        self.leaves = tuple(leaves)
+
+    def trace(
+        self,
+        root: nn.Module,
+        method: str,
+        inputs: dict[str, Any],
+        on_value: ValueHook,
+    ) -> TracedGraph:
+        tracer = BendingTracer(self.leaves)
+        tracer.on_value = on_value
+        if method == "forward" and is_tensordict_module(root):
+            root = TensorDictProgram(root)
+        return tracer.trace_method(root, method, clone_inputs(inputs))
+
+    def eager(self, root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
+        return call_method(root, method, inputs)

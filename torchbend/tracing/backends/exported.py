@@ -1,0 +1,118 @@
+"""A tracing backend on torch.export (non-strict), for Python the concrete tracer cannot follow.
+
+torch.export runs the method with fake tensors and records ATen operations. Its graph is
+rebuilt here in the form the rest of torchbend reads: weights as ``get_attr`` of their paths in
+the wrapped module (so that weight bending reaches them), one record per node (shape, dtype),
+node names taken from the module that ran them (``layers_0`` for the output of ``layers.0``,
+``layers_0_pad``... for the operations before it), and torch.export's own guards: sizes of
+tensor arguments are left symbolic where the code allows, the program's guard function
+decides whether a call's sizes are in its ranges, and the sizes it fixed and the values of
+other arguments are facts (other inputs are traced again).
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from typing import Any
+
+import torch
+from torch import nn
+
+from ...errors import TracingError
+from ..attributes import module_state
+from ..introspection import is_user_file
+from ..records import TracedGraph
+from .program_graph import program_guards, quiet, rebuild_program, signature_facts, summary
+from .protocol import ValueHook, call_method
+
+__all__ = ["ExportBackend"]
+
+
+class _Call(nn.Module):
+    """``root.<method>`` as a module's forward, for torch.export: by keyword, or positionally
+    in the order of ``names`` (torch.export takes dynamic sizes of positional arguments)."""
+
+    def __init__(self, root: nn.Module, method: str, names: list[str] | None = None) -> None:
+        super().__init__()
+        self.root = root
+        self.method = method
+        self.names = names or []
+
+    def forward(self, *args: Any, **inputs: Any) -> Any:
+        return call_method(self.root, self.method, {**dict(zip(self.names, args)), **inputs})
+
+
+class ExportBackend:
+    """torch.export, non-strict, as a :class:`~torchbend.tracing.backends.TracingBackend`.
+
+    Sizes of tensor arguments are left for torch.export to make symbolic where the code allows
+    (``Dim.AUTO``): a graph then holds for every size in the ranges torch.export guards
+    (``TracedGraph.accepts`` runs its guards), and the sizes it specialized are facts.
+    Concrete values are not bent while exporting (``on_value`` is not called): decisions are
+    taken on unbent values, and bendings apply in the slots of the graph.
+    """
+
+    name = "export"
+
+    def trace(
+        self, root: nn.Module, method: str, inputs: dict[str, Any], on_value: ValueHook
+    ) -> TracedGraph:
+        owner = f"{type(root).__name__}.{method}"
+        names = list(inputs)
+        values = tuple(inputs.values())
+        dynamic = all(v is None or isinstance(v, (torch.Tensor, bool, int, float)) for v in values)
+        leaves = [n for n in names if inputs[n] is not None]  # None has no placeholder
+        try:
+            with quiet():
+                if dynamic:
+                    program = _export_dynamic(_Call(root, method, names), values)
+                else:  # containers of tensors: every size as it is
+                    program = torch.export.export(_Call(root, method), (), inputs, strict=False)
+        except Exception as e:
+            raise TracingError(
+                f"torch.export could not trace {owner}{_user_line(e)}: {summary(e)}"
+            ) from e
+        gm = program.module()
+        graph, constants = rebuild_program(
+            gm, root, program.call_spec.out_spec, leaves if dynamic else None
+        )
+        facts, accepts = (
+            program_guards(gm, names, leaves) if dynamic else (signature_facts(names), None)
+        )
+        traced = TracedGraph(graph, constants, [], facts)
+        traced.accepts = accepts
+        # What torch.export does not guard: the plain attributes (modes, flags) of every module
+        # (torch.export inlines them all, ``training`` of a batch norm included), and the grad
+        # mode, which their code may read.
+        traced.module_state = module_state(root.modules())
+        traced.grad_mode = torch.is_grad_enabled()
+        return traced
+
+    def eager(self, root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
+        return call_method(root, method, inputs)
+
+
+def _user_line(e: BaseException) -> str:
+    """``" at model.py:12 (code)"``: the innermost line of the user's code where ``e`` was
+    raised, or ``""``."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if is_user_file(f.filename)]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    code = (frame.line or "").strip()
+    return f" at {os.path.basename(frame.filename)}:{frame.lineno}" + (f" ({code})" if code else "")
+
+
+def _export_dynamic(call: _Call, values: tuple[Any, ...]) -> torch.export.ExportedProgram:
+    """``call`` exported with every size of its tensor arguments left to torch.export to make
+    symbolic; exported with static sizes if that fails (some code guards on data then)."""
+    auto = torch.export.Dim.AUTO
+    shapes = tuple(
+        {d: auto for d in range(v.ndim)} if isinstance(v, torch.Tensor) and v.ndim else None
+        for v in values
+    )
+    try:
+        return torch.export.export(call, values, dynamic_shapes={"args": shapes}, strict=False)
+    except Exception:
+        return torch.export.export(call, values, strict=False)
