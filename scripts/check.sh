@@ -9,4 +9,6 @@ bash scripts/system_browser.sh
 .venv/bin/ruff format --check .
 .venv/bin/mypy
 .venv/bin/lint-imports
-.venv/bin/python -m pytest -q "$@"
+# One worker a core, each on one thread (tests/conftest.py), a test file a worker (module
+# fixtures are made once); add -n 0 to run in one process.
+.venv/bin/python -m pytest -q -n auto --dist loadfile "$@"

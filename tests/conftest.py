@@ -33,6 +33,13 @@ from torchbend.tracing import BendingTracer
 # inside the tests), and inherited by the commands the tests run as subprocesses.
 os.environ["ALSA_CONFIG_PATH"] = os.path.join(os.path.dirname(__file__), "alsa_null.conf")
 
+# Under pytest-xdist (scripts/check.sh runs one worker a core), each worker computes on one
+# thread, and so do the commands it starts: two workers of two threads each on two cores spend
+# their time waiting for each other's threads.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
+
 __all__ = [
     "ZOO",
     "ZooEntry",
