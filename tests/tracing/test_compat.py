@@ -8,6 +8,7 @@ import operator
 import threading
 from typing import Any
 
+import pytest
 import torch
 import torch.fx
 from torch import nn
@@ -20,6 +21,7 @@ from torchbend.tracing.compat import (
     USER_CHECKS,
     RootCallTracer,
     copy_codegen,
+    export_guards,
     freeze_keeping_tensors,
     inline,
     pytree,
@@ -214,3 +216,18 @@ def test_traces_hold_the_lock_and_hooks_called_from_elsewhere_are_not_the_traces
     assert seen == {"locked": False, "weight": nn.Parameter, "child": torch.Tensor}
     assert [n.op for n in graph.nodes].count("call_module") == 1
     assert probe.thread is None and not probe.elsewhere()
+
+
+def test_an_exported_module_holds_its_guards_on_symbolic_sizes():
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    x = torch.randn(2, 8)
+    dims = {"x": {1: torch.export.Dim("n", min=2)}}
+    gm = torch.export.export(Net(), (x,), dynamic_shapes=dims).module()
+    guards = export_guards(gm)
+    assert guards is not None and callable(guards)
+    guards(torch.randn(2, 5))  # a length it left symbolic passes
+    with pytest.raises(AssertionError):
+        guards(torch.randn(3, 5))  # a size it specialized does not

@@ -34,6 +34,9 @@ What is used, and why:
   does (:data:`pytree`).
 - ``torch._export.converter.TS2EPConverter`` (private): torch's TorchScript-to-export
   converter (:func:`ts_converter`).
+- ``GraphModule._guards_fn`` (private attribute of ``ExportedProgram.module()``): torch.export's
+  check of the sizes it left symbolic, which the export backend keeps as the graph's guard
+  (:func:`export_guards`).
 - TorchScript internals (``torch._C._jit_pass_inline``, ``_jit_pass_peephole``,
   ``_jit_pass_constant_propagation``, ``_jit_pass_dce``, ``torch._C._freeze_module``,
   ``torch.jit._recursive.wrap_cpp_module``): inlining, freezing and simplifying a scripted
@@ -59,6 +62,7 @@ __all__ = [
     "USER_CHECKS",
     "RootCallTracer",
     "copy_codegen",
+    "export_guards",
     "freeze_keeping_tensors",
     "has_side_effect",
     "inline",
@@ -96,6 +100,12 @@ CHECK_WITH = "_check_with"
 USER_CHECKS = frozenset({torch._check_tensor_all_with.__code__})
 """Code of PyTorch functions that check a traced tensor for user code
 (``torch._check_tensor_all``)."""
+
+
+def export_guards(gm: torch.fx.GraphModule) -> Callable[..., Any] | None:
+    """The check torch.export put on the inputs of ``ExportedProgram.module()`` (the sizes it
+    left symbolic), or ``None`` where it put none."""
+    return getattr(gm, "_guards_fn", None)
 
 
 def ts_converter(module: torch.jit.ScriptModule, inputs: tuple[Any, ...]) -> Any:

@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 import torch.fx
-import torch.utils._pytree as pytree
 from torch import nn
 
+from ..compat import export_guards, pytree
 from ..facts import Fact
 from ..objects import attribute_at, class_key, rebuild_object, rebuilt
 from ..records import NodeRecord, set_record
@@ -55,7 +55,7 @@ def program_guards(
     specialized; values of other arguments, ``None`` of those in ``names`` but not in
     ``leaves``) and its guards on the sizes it left symbolic."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    check = getattr(gm, "_guards_fn", None)  # without it, every size is a fact
+    check = export_guards(gm)  # without it, every size is a fact
     facts: list[Fact] = [(name, "sig", None) for name in names if name not in leaves]
     symbolic = False
     for name, node in zip(leaves, placeholders):

@@ -38,7 +38,7 @@ class TorchScriptBackend:
         # ``root`` holds the file's parameters and buffers, bent or not, by path: graphs read
         # those from it; other tensors the file holds become constants of the graph.
         owner = f"{self.module.original_name}.{method}"
-        from torch._export.converter import TS2EPConverter  # private: see the class docstring
+        from ..compat import ts_converter as TS2EPConverter  # private: see tracing/compat.py
 
         try:
             prepared = Convertible(self.module, method)
