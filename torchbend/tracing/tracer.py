@@ -44,15 +44,19 @@ class BendingTracer(RootCallTracer):
     Args:
         leaves: module types, or qualified module names, kept as ``call_module`` leaves in
             addition to the standard ``torch.nn`` layers.
+        on_value: called with each node and its concrete value; returns the value tracing
+            continues with (``BendedModule`` bends activations there, so decisions see bent
+            values).
     """
 
     proxy_buffer_attributes = True
-    on_value: Callable[[Node, Any], Any] | None = None
-    """Called with each node and its concrete value; returns the value tracing continues with
-    (``BendedModule`` bends activations there, so decisions see bent values)."""
-
-    def __init__(self, leaves: Iterable[type | str] = ()) -> None:
+    def __init__(
+        self,
+        leaves: Iterable[type | str] = (),
+        on_value: Callable[[Node, Any], Any] | None = None,
+    ) -> None:
         super().__init__(autowrap_modules=(math,))
+        self.on_value = on_value
         leaves = tuple(leaves)
         self.leaf_types = tuple(x for x in leaves if isinstance(x, type))
         self.leaf_names = frozenset(x for x in leaves if isinstance(x, str))

@@ -31,8 +31,7 @@ class ConcreteBackend:
         inputs: dict[str, Any],
         on_value: ValueHook,
     ) -> TracedGraph:
-        tracer = BendingTracer(self.leaves)
-        tracer.on_value = on_value
+        tracer = BendingTracer(self.leaves, on_value)
         if method == "forward" and is_tensordict_module(root):
             root = TensorDictProgram(root)
         return tracer.trace_method(root, method, clone_inputs(inputs))
