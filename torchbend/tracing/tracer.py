@@ -50,6 +50,7 @@ class BendingTracer(RootCallTracer):
     """
 
     proxy_buffer_attributes = True
+
     def __init__(
         self,
         leaves: Iterable[type | str] = (),
