@@ -22,6 +22,7 @@ from tests.browser import needs_browser, open_page
 from torchbend.studio.describe import graph_json
 
 GRAPH_JS = Path(__file__).resolve().parents[2] / "torchbend" / "studio" / "static" / "graph.js"
+VENDOR = GRAPH_JS.parents[1] / "vendor"
 
 HARNESS = """<!doctype html>
 <html><head><meta charset="utf-8"><title>graph view</title><link rel="icon" href="data:,">
@@ -168,6 +169,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of the harness page, served from a temporary folder on 127.0.0.1."""
     folder = tmp_path_factory.mktemp("graph_view")
     shutil.copy(GRAPH_JS, folder / "graph.js")
+    shutil.copytree(VENDOR, folder / "vendor")  # graph.js imports ../vendor/dagre-<version>/
     (folder / "index.html").write_text(HARNESS, encoding="utf-8")
     handler = functools.partial(_Quiet, directory=str(folder))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
