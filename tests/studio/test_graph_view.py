@@ -689,3 +689,44 @@ def test_nested_groups_of_a_transformer(site):
         page.evaluate("() => window.view.expand('blocks')")
         assert count(page, 'g.tb-graph-collapsed[data-group="blocks.0.attn"]') == 1
         assert opened.errors == []
+
+
+def largest_zoo_graph() -> dict[str, Any]:
+    """The graph of the zoo's largest model (diffusers' UNet1DModel, 807 nodes)."""
+    import torchbend as tb
+    from tests.zoo.models import ALL
+
+    model = next(m for m in ALL if m.name == "UNet1DModel")
+    if not model.available:
+        pytest.skip(f"needs {model.library}")
+    module, inputs = model.build()
+    bended = tb.BendedModule(module)
+    bended.trace(model.method, **inputs)
+    return graph_json(bended, model.method)
+
+
+@needs_browser
+@pytest.mark.parametrize("which", ["synthetic", "transformer", "zoo"])
+def test_fit_keeps_node_names_readable(site, which):
+    graph = {"synthetic": synthetic, "transformer": transformer_graph, "zoo": largest_zoo_graph}
+    with open_page(site) as opened:
+        load(opened, graph[which]())
+        page = opened.page
+        page.evaluate("() => window.view.fit()")
+        scale = page.evaluate("() => window.view.getView().scale")
+        font = page.evaluate(
+            """() => parseFloat(getComputedStyle(
+                 document.querySelector('.tb-graph-node-name, .tb-graph-collapsed text')).fontSize)"""
+        )
+        assert font * scale >= 9, (font, scale)  # node names 9 px or more on screen
+        assert overlaps(page) == []
+        assert page.evaluate("() => window.view.collapsed()")  # deep groups closed to get there
+        if which == "synthetic":  # shown whole
+            boxes = page.eval_on_selector_all(
+                "g.tb-graph-node, g.tb-graph-collapsed",
+                "(els) => els.map((e) => e.getBoundingClientRect())"
+                ".map((r) => [r.left, r.top, r.right, r.bottom])",
+            )
+            assert min(b[0] for b in boxes) >= 0 and max(b[2] for b in boxes) <= 1000
+            assert min(b[1] for b in boxes) >= 0 and max(b[3] for b in boxes) <= 700
+        assert opened.errors == []

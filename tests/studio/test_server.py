@@ -21,7 +21,7 @@ from torchbend.safety import FILE_CEILING
 from torchbend.selection import filter_names
 from torchbend.studio import Limits, Studio, StudioServer
 from torchbend.studio.describe import FORM_CALLBACKS
-from torchbend.studio.server import STATIC, check_bind
+from torchbend.studio.server import STATIC, VENDOR, check_bind
 
 pytestmark = pytest.mark.audio
 
@@ -738,6 +738,24 @@ def test_the_page_comes_from_the_package_alone(client: Client) -> None:
         text = (STATIC / name).read_text()
         assert not re.search(r"https?://", text), f"{name} names an address on the internet"
         assert client.get(f"/static/{name}")[0] == 200
+
+
+def test_the_layout_library_is_vendored_with_its_licence(client: Client) -> None:
+    # graph.js imports dagre from /vendor/ (outside static/, a third party's files): one pinned
+    # version, its licence beside it, served by the studio, no address loaded at run time
+    imported = re.findall(r'from "\.\./vendor/([^"]+)"', (STATIC / "graph.js").read_text())
+    assert imported == ["dagre-3.1.3/dagre.esm.js"]
+    folder = VENDOR / imported[0].split("/")[0]
+    assert [p.name for p in VENDOR.iterdir()] == [folder.name]
+    assert "MIT" in (folder / "LICENSE").read_text() or "Permission is hereby granted" in (
+        folder / "LICENSE"
+    ).read_text()
+    for path in sorted(folder.iterdir()):
+        text = path.read_text()
+        assert not re.search(r"https?://", text), f"{path.name} names an address on the internet"
+        assert client.get(f"/vendor/{folder.name}/{path.name}")[0] == 200
+    library = (folder / "dagre.esm.js").read_text()
+    assert not re.search(r"\bimport\s*[({\"'*]|sourceMappingURL", library)  # self-contained
 
 
 def test_bending_never_changes_the_wrapped_weights(client: Client, studio: Studio) -> None:

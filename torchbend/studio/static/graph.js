@@ -25,6 +25,9 @@ const CHAR = 6.7;
 const MIN_SCALE = 0.02;
 const MAX_SCALE = 4;
 const READABLE = 0.3;
+const FIT_READABLE = 0.75;
+const FIT_SMALL = 0.4;
+const FIT_MARGIN = 24;
 const STEP = 1.25;
 const STYLE_ID = "tb-graph-style";
 
@@ -850,9 +853,46 @@ export class GraphView {
     this._zoomAt(w / 2, h / 2, 1 / STEP);
   }
 
-  /** Show the whole graph. */
+  /**
+   * Show the graph, readable: the whole drawing when its node names are 9 px or more on
+   * screen (scale FIT_READABLE); otherwise the deepest module groups collapsed, one depth at a
+   * time, until it is (they stay listed by collapsed(); expanding one opens it). A small graph
+   * that no collapsing makes that large (a chain outside any module) is shown whole when that
+   * keeps it at FIT_SMALL or more; a big one is shown with its groups collapsed to the top
+   * level, at FIT_READABLE, from its inputs (the rest a pan away).
+   */
   fit() {
-    this._autoView("fit");
+    this._autoView(this._collapseToRead() ? "read" : "fit");
+  }
+
+  /** The scale at which `bounds` fill the view (less its margins). */
+  _fitScale(bounds) {
+    const { w, h } = this._size();
+    return Math.min((w - 2 * FIT_MARGIN) / Math.max(bounds.w, 1), (h - 2 * FIT_MARGIN) / Math.max(bounds.h, 1));
+  }
+
+  /** Collapse groups for fit(); true when even then the whole drawing is too small to read. */
+  _collapseToRead() {
+    const whole = this._fitScale(this._L.bounds);
+    if (!this._L.units || whole >= FIT_READABLE) return false;
+    const groups = [...this._model.groups.values()];
+    const depths = [...new Set(groups.map((g) => g.depth))].sort((a, b) => b - a);
+    let set = null;
+    let layout = null;
+    for (const d of depths) {
+      set = new Set(this._collapsed);
+      for (const g of groups) if (g.depth >= d) set.add(g.path);
+      layout = computeLayout(this._model, set);
+      if (this._fitScale(layout.bounds) >= FIT_READABLE) break;
+    }
+    const readable = layout !== null && this._fitScale(layout.bounds) >= FIT_READABLE;
+    if (!readable && (whole >= FIT_SMALL || layout === null)) return false;
+    this._collapsed = set;
+    this._hideTip();
+    this._hoverUnit = -1;
+    this._L = layout;
+    this._render();
+    return !readable;
   }
 
   /** Collapse a group (a module path prefix like "encoder" or "encoder.0") into one box. */
@@ -1196,7 +1236,7 @@ export class GraphView {
     this._auto = mode;
     const b = this._L.bounds;
     const { w, h } = this._size();
-    const m = 24;
+    const m = FIT_MARGIN;
     if (!this._L.units) {
       this._view = { x: 0, y: 0, s: 1 };
       this._applyView();
@@ -1206,6 +1246,17 @@ export class GraphView {
     const bh = Math.max(b.h, 1);
     let s = clamp(Math.min((w - 2 * m) / bw, (h - 2 * m) / bh), MIN_SCALE, 1.25);
     let y = (h - bh * s) / 2 - b.y * s;
+    if (mode === "read" && s < FIT_READABLE) {
+      // Too big to read even with its groups collapsed: readable, from its first row.
+      const row = this._L.rows[0] || [];
+      const first = row.length ? this._L.leaves[row[0]] : null;
+      const last = row.length ? this._L.leaves[row[row.length - 1]] : null;
+      s = FIT_READABLE;
+      const cx = first ? (first.x + last.x + last.w) / 2 : b.x + bw / 2;
+      this._view = { x: w / 2 - cx * s, y: m - b.y * s, s };
+      this._applyView();
+      return;
+    }
     if (mode === "initial" && s < READABLE) {
       // Too small to read once fitted: as wide as fits (readable at least), from the top.
       s = clamp((w - 2 * m) / bw, READABLE, 1);
