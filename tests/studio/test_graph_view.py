@@ -716,7 +716,8 @@ def test_fit_keeps_node_names_readable(site, which):
         scale = page.evaluate("() => window.view.getView().scale")
         font = page.evaluate(
             """() => parseFloat(getComputedStyle(
-                 document.querySelector('.tb-graph-node-name, .tb-graph-collapsed text')).fontSize)"""
+                 document.querySelector('.tb-graph-node-name, .tb-graph-collapsed text'))
+               .fontSize)"""
         )
         assert font * scale >= 9, (font, scale)  # node names 9 px or more on screen
         assert overlaps(page) == []

@@ -747,9 +747,10 @@ def test_the_layout_library_is_vendored_with_its_licence(client: Client) -> None
     assert imported == ["dagre-3.1.3/dagre.esm.js"]
     folder = VENDOR / imported[0].split("/")[0]
     assert [p.name for p in VENDOR.iterdir()] == [folder.name]
-    assert "MIT" in (folder / "LICENSE").read_text() or "Permission is hereby granted" in (
-        folder / "LICENSE"
-    ).read_text()
+    assert (
+        "MIT" in (folder / "LICENSE").read_text()
+        or "Permission is hereby granted" in (folder / "LICENSE").read_text()
+    )
     for path in sorted(folder.iterdir()):
         text = path.read_text()
         assert not re.search(r"https?://", text), f"{path.name} names an address on the internet"
