@@ -875,13 +875,17 @@ export class GraphView {
   _collapseToRead() {
     const whole = this._fitScale(this._L.bounds);
     if (!this._L.units || whole >= FIT_READABLE) return false;
-    const groups = [...this._model.groups.values()];
+    // Only groups drawn as frames (a block of two nodes or more): a box for one node saves nothing.
+    const blocks = this._model.blocks;
+    const groups = [...this._model.groups.values()].filter((g) => g.blocks.some((b) => blocks[b].size >= 2));
     const depths = [...new Set(groups.map((g) => g.depth))].sort((a, b) => b - a);
     let set = null;
     let layout = null;
     for (const d of depths) {
-      set = new Set(this._collapsed);
+      const before = set ? set.size : this._collapsed.size;
+      set = new Set(set || this._collapsed);
       for (const g of groups) if (g.depth >= d) set.add(g.path);
+      if (layout && set.size === before) continue;
       layout = computeLayout(this._model, set);
       if (this._fitScale(layout.bounds) >= FIT_READABLE) break;
     }
