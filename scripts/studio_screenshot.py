@@ -9,7 +9,8 @@ the page as a PNG.
 
 The graph pictures draw the graph view alone (graph.js and its vendored layout library on a
 page of their own, 1440 x 900) after ``fit()``: for the shipped model and for the zoo's largest
-model (diffusers' ``UNet1DModel``, 807 nodes; needs ``diffusers``).
+model (diffusers' ``UNet1DModel``, 807 nodes; needs ``diffusers``), and the latter again with
+its ``mid_block`` expanded.
 
 Run from the repository root: .venv/bin/python scripts/studio_screenshot.py [--out docs/studio.png]
 [--graphs-only]
@@ -104,6 +105,12 @@ def graph_screenshots(docs: Path) -> None:
                     out = docs / f"studio-graph-{name}.png"
                     p.screenshot(path=str(out))
                     print(f"wrote {out}")
+                # one box opened: its sub-blocks stay collapsed, the frames nest
+                p.evaluate("() => window.view.expand('mid_block')")
+                p.wait_for_timeout(300)
+                out = docs / "studio-graph-UNet1DModel-mid_block.png"
+                p.screenshot(path=str(out))
+                print(f"wrote {out}")
                 if opened.errors:
                     raise SystemExit(f"the page logged errors: {opened.errors}")
         finally:
