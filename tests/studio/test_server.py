@@ -703,6 +703,17 @@ def test_a_token_guards_every_request(studio: Studio) -> None:
         )
 
 
+def test_the_vendored_library_is_public_as_the_page_is(studio: Studio) -> None:
+    # graph.js imports it with no header: like /static/, it holds no data and needs no token
+    with served(studio, token="s3cret-token") as server:
+        client = Client(server.url)
+        assert client.get("/vendor/dagre-3.1.3/dagre.esm.js")[0] == 200
+        assert client.get("/vendor/dagre-3.1.3/LICENSE")[0] == 200
+        assert client.get("/vendor/../api/model")[0] == 401
+        assert client.get("/vendor/..%2Fapi")[0] in (401, 404)
+        assert client.get("/vendor/dagre-3.1.3/../../api/model")[0] == 401
+
+
 def test_files_only_from_the_package_and_the_sweep(tmp_path: Path, studio: Studio) -> None:
     (tmp_path / "sweep").mkdir()
     (tmp_path / "sweep" / "atlas.html").write_text("<html>atlas</html>")

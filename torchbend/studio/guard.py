@@ -49,7 +49,7 @@ class TokenGuard:
         data (the page reads the token from its address, and a ``<script src>`` or an ``import``
         cannot send a header): everything else needs the token."""
         if path.startswith("/vendor/"):
-            return path.count("/") == 3
+            return path.count("/") == 3 and ".." not in path
         return path == "/" or (path.startswith("/static/") and path.count("/") == 2)
 
     def _problem(self, connection: HTTPConnection) -> tuple[int, str] | None:
