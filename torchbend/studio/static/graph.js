@@ -368,8 +368,8 @@ function blockSummary(model, b) {
 // graph by dagre: its items are its nodes, its collapsed boxes and its framed sub-blocks (boxes
 // sized by their own layout). An edge between units of different blocks counts, for the
 // ranking, as an edge between the two items that hold its ends in their nearest common block;
-// it is drawn afterwards from port to port through dagre's bend points at that level, crossing
-// the frames it leaves and enters. Every level stays small, so layout stays fast.
+// it is drawn afterwards from port to port, out through the bottom borders of the frames it
+// leaves, through dagre's bend points at that level, in through the top borders of those it enters. Every level stays small, so layout stays fast.
 
 function newLeaf(kind, node, block) {
   return { kind, node, block, x: 0, y: 0, w: 0, h: NODE_H, layer: 0, slot: 0, ins: [], outs: [], container: null, isContainer: false };
@@ -559,7 +559,7 @@ function computeLayout(model, collapsed) {
     const key = x.slot * cx.items.length + y.slot;
     let le = cx.lifted.get(key);
     if (!le) {
-      le = { a: x.slot, b: y.slot, count: 0, points: [] };
+      le = { a: x.slot, b: y.slot, count: 0, points: [], level: cx };
       cx.lifted.set(key, le);
     }
     le.count += e.count;
@@ -598,8 +598,15 @@ function computeLayout(model, collapsed) {
     const y2 = b.y - 1;
     e.back = b.y <= a.y;
     const pts = [{ x: e.sx, y: y1 }, { x: e.sx, y: y1 + STUB }];
+    // Out through the bottom borders of the frames the source sits in, below the common one,
+    // along that level's bend points, and in through the top borders of the target's frames.
+    const lca = e.lift.level;
+    for (let c = a.container; c !== lca; c = c.parent) pts.push({ x: clamp(e.sx, c.x + PAD_X, c.x + c.w - PAD_X), y: c.bottom });
     const bends = e.lift.points;
     for (let k = 1; k < bends.length - 1; k++) pts.push(bends[k]);
+    const entries = [];
+    for (let c = b.container; c !== lca; c = c.parent) entries.push({ x: clamp(e.tx, c.x + PAD_X, c.x + c.w - PAD_X), y: c.top });
+    for (let k = entries.length - 1; k >= 0; k--) pts.push(entries[k]);
     pts.push({ x: e.tx, y: y2 - STUB }, { x: e.tx, y: y2 });
     e.d = spline(pts);
   }
