@@ -22,6 +22,7 @@ from tests.browser import needs_browser, open_page
 from torchbend.studio.describe import graph_json
 
 GRAPH_JS = Path(__file__).resolve().parents[2] / "torchbend" / "studio" / "static" / "graph.js"
+VENDOR = GRAPH_JS.parents[1] / "vendor"
 
 HARNESS = """<!doctype html>
 <html><head><meta charset="utf-8"><title>graph view</title><link rel="icon" href="data:,">
@@ -168,6 +169,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of the harness page, served from a temporary folder on 127.0.0.1."""
     folder = tmp_path_factory.mktemp("graph_view")
     shutil.copy(GRAPH_JS, folder / "graph.js")
+    shutil.copytree(VENDOR, folder / "vendor")  # graph.js imports ../vendor/dagre-<version>/
     (folder / "index.html").write_text(HARNESS, encoding="utf-8")
     handler = functools.partial(_Quiet, directory=str(folder))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -686,4 +688,42 @@ def test_nested_groups_of_a_transformer(site):
         assert overlaps(page) == []
         page.evaluate("() => window.view.expand('blocks')")
         assert count(page, 'g.tb-graph-collapsed[data-group="blocks.0.attn"]') == 1
+        assert opened.errors == []
+
+
+def largest_zoo_graph() -> dict[str, Any]:
+    """The graph of the zoo's largest model (diffusers' UNet1DModel, 807 nodes)."""
+    import torchbend as tb
+    from tests.zoo.models import ALL
+
+    model = next(m for m in ALL if m.name == "UNet1DModel")
+    if not model.available:
+        pytest.skip(f"needs {model.library}")
+    module, inputs = model.build()
+    bended = tb.BendedModule(module)
+    bended.trace(model.method, **inputs)
+    return graph_json(bended, model.method)
+
+
+@needs_browser
+@pytest.mark.parametrize("which", ["synthetic", "transformer", "zoo"])
+def test_fit_keeps_node_names_readable(site, which):
+    graph = {"synthetic": synthetic, "transformer": transformer_graph, "zoo": largest_zoo_graph}
+    with open_page(site) as opened:
+        load(opened, graph[which]())
+        page = opened.page
+        page.evaluate("() => window.view.fit()")
+        scale = page.evaluate("() => window.view.getView().scale")
+        font = page.evaluate(
+            """() => parseFloat(getComputedStyle(
+                 document.querySelector('.tb-graph-node-name, .tb-graph-collapsed text'))
+               .fontSize)"""
+        )
+        assert font * scale >= 9, (font, scale)  # node names 9 px or more on screen
+        assert overlaps(page) == []
+        assert page.evaluate("() => window.view.collapsed()")  # deep groups closed to get there
+        if which == "synthetic":  # shown whole
+            drawn = page.locator("g.tb-graph-nodes").bounding_box()
+            assert drawn["x"] >= 0 and drawn["x"] + drawn["width"] <= 1000
+            assert drawn["y"] >= 0 and drawn["y"] + drawn["height"] <= 700
         assert opened.errors == []

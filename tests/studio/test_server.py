@@ -21,7 +21,7 @@ from torchbend.engine.selection import filter_names
 from torchbend.errors import StudioError
 from torchbend.studio import Limits, Studio, StudioServer
 from torchbend.studio.describe import FORM_CALLBACKS
-from torchbend.studio.server import STATIC, check_bind
+from torchbend.studio.server import STATIC, VENDOR, check_bind
 
 pytestmark = pytest.mark.audio
 
@@ -703,6 +703,17 @@ def test_a_token_guards_every_request(studio: Studio) -> None:
         )
 
 
+def test_the_vendored_library_is_public_as_the_page_is(studio: Studio) -> None:
+    # graph.js imports it with no header: like /static/, it holds no data and needs no token
+    with served(studio, token="s3cret-token") as server:
+        client = Client(server.url)
+        assert client.get("/vendor/dagre-3.1.3/dagre.esm.js")[0] == 200
+        assert client.get("/vendor/dagre-3.1.3/LICENSE")[0] == 200
+        assert client.get("/vendor/../api/model")[0] == 401
+        assert client.get("/vendor/..%2Fapi")[0] in (401, 404)
+        assert client.get("/vendor/dagre-3.1.3/../../api/model")[0] == 401
+
+
 def test_files_only_from_the_package_and_the_sweep(tmp_path: Path, studio: Studio) -> None:
     (tmp_path / "sweep").mkdir()
     (tmp_path / "sweep" / "atlas.html").write_text("<html>atlas</html>")
@@ -738,6 +749,25 @@ def test_the_page_comes_from_the_package_alone(client: Client) -> None:
         text = (STATIC / name).read_text()
         assert not re.search(r"https?://", text), f"{name} names an address on the internet"
         assert client.get(f"/static/{name}")[0] == 200
+
+
+def test_the_layout_library_is_vendored_with_its_licence(client: Client) -> None:
+    # graph.js imports dagre from /vendor/ (outside static/, a third party's files): one pinned
+    # version, its licence beside it, served by the studio, no address loaded at run time
+    imported = re.findall(r'from "\.\./vendor/([^"]+)"', (STATIC / "graph.js").read_text())
+    assert imported == ["dagre-3.1.3/dagre.esm.js"]
+    folder = VENDOR / imported[0].split("/")[0]
+    assert [p.name for p in VENDOR.iterdir()] == [folder.name]
+    assert (
+        "MIT" in (folder / "LICENSE").read_text()
+        or "Permission is hereby granted" in (folder / "LICENSE").read_text()
+    )
+    for path in sorted(folder.iterdir()):
+        text = path.read_text()
+        assert not re.search(r"https?://", text), f"{path.name} names an address on the internet"
+        assert client.get(f"/vendor/{folder.name}/{path.name}")[0] == 200
+    library = (folder / "dagre.esm.js").read_text()
+    assert not re.search(r"\bimport\s*[({\"'*]|sourceMappingURL", library)  # self-contained
 
 
 def test_bending_never_changes_the_wrapped_weights(client: Client, studio: Studio) -> None:

@@ -45,8 +45,11 @@ class TokenGuard:
 
     @staticmethod
     def _is_public(path: str) -> bool:
-        """Whether ``path`` is the page itself, which holds no data and reads the token from its
-        address (a ``<script src>`` cannot send a header): everything else needs the token."""
+        """Whether ``path`` is the page itself or a vendored library it imports, which hold no
+        data (the page reads the token from its address, and a ``<script src>`` or an ``import``
+        cannot send a header): everything else needs the token."""
+        if path.startswith("/vendor/"):
+            return path.count("/") == 3 and ".." not in path
         return path == "/" or (path.startswith("/static/") and path.count("/") == 2)
 
     def _problem(self, connection: HTTPConnection) -> tuple[int, str] | None:

@@ -38,6 +38,10 @@ __all__ = ["TOKEN_COOKIE", "StudioServer", "check_bind", "create_app", "is_local
 STATIC = Path(__file__).resolve().parent / "static"
 """The page's files: served from the package, nothing from the internet."""
 
+VENDOR = Path(__file__).resolve().parent / "vendor"
+"""Third-party libraries the page imports (the graph layout), each at a pinned version with its
+licence, updated by ``scripts/vendor_layout.sh``."""
+
 
 def is_local(host: str) -> bool:
     """Whether binding ``host`` keeps the server on this machine (a loopback address)."""
@@ -67,6 +71,7 @@ def create_app(studio: Studio, *, token: str | None = None, hosts: set[str] | No
     routes = [
         Route("/", index_page),
         Mount("/static", StaticFiles(directory=STATIC)),
+        Mount("/vendor", StaticFiles(directory=VENDOR)),
         Route("/sweep/{path:path}", sweep_file),
         *API_ROUTES,
         WebSocketRoute("/api/live", LiveSocket),

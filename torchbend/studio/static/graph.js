@@ -2,38 +2,32 @@
 //
 // GraphView draws a traced model graph (the JSON of GET /api/graph) as an SVG drawing laid out
 // top to bottom in layers, with the modules the nodes belong to as nested, labelled frames that
-// collapse into single boxes. Plain DOM and SVG: no library, no build step, nothing fetched.
+// collapse into single boxes. Plain DOM and SVG, laid out by dagre (vendored at a pinned version
+// with its licence, served by the studio next to this file: nothing is fetched from elsewhere).
 // Node names come from user models: they reach the page only through textContent and
 // setAttribute, never through markup.
-//
-// Layout, in short: a node's layer is the longest path to it from the inputs (cycles, which a
-// well-formed graph has not, are broken by the order of the nodes); edges spanning several
-// layers get invisible "dummy" points so that they run beside the nodes they pass. Chains (each
-// node the only reader of the one above) are placed as one column, and every module frame as
-// one block that its parent places whole. Items start in depth-first order, each where its
-// neighbours pull it (the median of its parents and children, a few sweeps); overlaps in a layer
-// are pushed apart, the lighter item giving way (a skip connection moves, the chain stays).
+
+import dagre from "../vendor/dagre-3.1.3/dagre.esm.js";
 
 const NODE_H = 50;
-const GAP_Y = 40;
 const HEADER = 24;
 const PAD_BOTTOM = 12;
 const PAD_X = 14;
-const MARGIN_UNIT = 14;
-const MARGIN_DUMMY = 6;
-const MARGIN_GROUP = 10;
+const NODESEP = 24;
+const RANKSEP = 36;
+const EDGESEP = 10;
+const STUB = 10;
+const RANKER_LIMIT = 400;
 const MIN_W = 96;
 const MAX_W = 248;
 const CHAR_BOLD = 7.3;
 const CHAR = 6.7;
-const MAX_DUMMY_SPAN = 1000;
-const MAX_DUMMIES = 6000;
-const ROUNDS = 40;
-const STICK = 60;
-const SWEEPS = ["both", "both", "both", "both", "both", "both"];
 const MIN_SCALE = 0.02;
 const MAX_SCALE = 4;
 const READABLE = 0.3;
+const FIT_READABLE = 0.75;
+const FIT_SMALL = 0.4;
+const FIT_MARGIN = 24;
 const STEP = 1.25;
 const STYLE_ID = "tb-graph-style";
 
@@ -230,47 +224,6 @@ function widthFor(line1, line2, line3) {
   return clamp(Math.ceil(want), MIN_W, MAX_W);
 }
 
-/** A min-heap of small integers, by value. */
-class IntHeap {
-  constructor() {
-    this.a = [];
-  }
-  get size() {
-    return this.a.length;
-  }
-  push(v) {
-    const a = this.a;
-    let i = a.length;
-    a.push(v);
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (a[p] <= v) break;
-      a[i] = a[p];
-      i = p;
-    }
-    a[i] = v;
-  }
-  pop() {
-    const a = this.a;
-    const top = a[0];
-    const last = a.pop();
-    if (a.length) {
-      let i = 0;
-      const n = a.length;
-      for (;;) {
-        let c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && a[c + 1] < a[c]) c += 1;
-        if (a[c] >= last) break;
-        a[i] = a[c];
-        i = c;
-      }
-      a[i] = last;
-    }
-    return top;
-  }
-}
-
 // -------------------------------------------------------------------------------- the model
 
 /** The graph JSON made safe: unique names, known inputs only, module groups and their blocks. */
@@ -410,114 +363,80 @@ function blockSummary(model, b) {
 }
 
 // -------------------------------------------------------------------------------- the layout
+//
+// Each framed module block is laid out on its own, innermost first, as one small flat layered
+// graph by dagre: its items are its nodes, its collapsed boxes and its framed sub-blocks (boxes
+// sized by their own layout). An edge between units of different blocks counts, for the
+// ranking, as an edge between the two items that hold its ends in their nearest common block;
+// it is drawn afterwards from port to port, out through the bottom borders of the frames it
+// leaves, through dagre's bend points at that level, in through the top borders of those it enters. Every level stays small, so layout stays fast.
 
 function newLeaf(kind, node, block) {
-  return {
-    kind,
-    node,
-    block,
-    layer: 0,
-    lo: 0,
-    hi: 0,
-    x: 0,
-    w: 0,
-    margin: kind === "dummy" ? MARGIN_DUMMY : MARGIN_UNIT,
-    column: null,
-    preds: [],
-    succs: [],
-    ins: [],
-    outs: [],
-    container: null,
-    isContainer: false,
-  };
+  return { kind, node, block, x: 0, y: 0, w: 0, h: NODE_H, layer: 0, slot: 0, ins: [], outs: [], container: null, isContainer: false };
 }
 
-function straighten(leaves, U, edges, containers, nLayers) {
-  const hasDummy = new Uint8Array(nLayers);
-  for (let k = U; k < leaves.length; k++) hasDummy[leaves[k].layer] = 1;
-  for (const c of containers) {
-    let any = false;
-    for (const it of c.items) if (!it.isContainer && it.units < it.members.length) any = true;
-    if (!any) continue;
-    const buckets = new Map();
-    const put = (L, it) => {
-      let b = buckets.get(L);
-      if (!b) {
-        b = [];
-        buckets.set(L, b);
-      }
-      b.push(it);
-    };
-    for (const it of c.items) {
-      if (it.isContainer) {
-        for (let L = it.lo; L <= it.hi; L++) if (hasDummy[L]) put(L, it);
-      } else {
-        for (const m of it.members) if (hasDummy[m.layer]) put(m.layer, m);
-      }
-    }
-    for (const b of buckets.values()) {
-      b.sort((p, q) => p.x - q.x);
-      for (let k = 0; k < b.length; k++) if (b[k].kind === "dummy") b[k].slot = { list: b, k };
+/** Lay out container `c` whose items already have their sizes; sets `c.w`, `c.h` and the
+ * items' places relative to `c`, and the bend points of the edges lifted to this level. */
+function layoutLevel(c) {
+  if (!c.items.length) {
+    c.w = 0;
+    c.h = 0;
+    return;
+  }
+  const g = new dagre.graphlib.Graph({ multigraph: false, compound: false });
+  const ranker = c.items.length > RANKER_LIMIT ? "longest-path" : "network-simplex";
+  g.setGraph({ rankdir: "TB", nodesep: NODESEP, ranksep: RANKSEP, edgesep: EDGESEP, marginx: 0, marginy: 0, acyclicer: "greedy", ranker });
+  g.setDefaultEdgeLabel(() => ({}));
+  for (let k = 0; k < c.items.length; k++) g.setNode(String(k), { width: c.items[k].w, height: c.items[k].h });
+  for (const le of c.lifted.values()) g.setEdge(String(le.a), String(le.b), { weight: le.count, minlen: 1 });
+  dagre.layout(g);
+  const size = g.graph();
+  const inner = { w: size.width || 0, h: size.height || 0 };
+  const framed = c.block >= 0;
+  c.w = framed ? Math.max(inner.w + 2 * PAD_X, c.minW) : inner.w;
+  c.h = framed ? HEADER + inner.h + PAD_BOTTOM : inner.h;
+  const ox = framed ? (c.w - inner.w) / 2 : 0;
+  const oy = framed ? HEADER : 0;
+  for (let k = 0; k < c.items.length; k++) {
+    const it = c.items[k];
+    const p = g.node(String(k));
+    it.rx = ox + p.x - it.w / 2;
+    it.ry = oy + p.y - it.h / 2;
+  }
+  for (const le of c.lifted.values()) {
+    const e = g.edge(String(le.a), String(le.b));
+    le.points = e && Array.isArray(e.points) ? e.points.map((p) => ({ x: ox + p.x, y: oy + p.y })) : [];
+  }
+}
+
+/** Place `c` (its items laid out) at (x, y), and its items, in world coordinates. */
+function place(c, x, y) {
+  c.x = x;
+  c.top = y;
+  c.bottom = y + c.h;
+  for (const it of c.items) {
+    if (it.isContainer) place(it, x + it.rx, y + it.ry);
+    else {
+      it.x = x + it.rx;
+      it.y = y + it.ry;
     }
   }
-  const room = (d) => {
-    const { list, k } = d.slot;
-    let lo = -Infinity;
-    let hi = Infinity;
-    if (k > 0) {
-      const p = list[k - 1];
-      lo = p.x + p.w + p.margin + d.margin;
-    }
-    if (k < list.length - 1) {
-      const q = list[k + 1];
-      hi = q.x - q.margin - d.margin;
-    }
-    const c = d.container;
-    if (c.block >= 0) {
-      lo = Math.max(lo, c.x + PAD_X);
-      hi = Math.min(hi, c.x + c.w - PAD_X);
-    }
-    return [lo, Math.max(lo, hi)];
-  };
-  const xs = [];
-  for (const e of edges) {
-    const chain = e.chain;
-    if (!chain || e.back) continue;
-    const src = leaves[e.from].x + leaves[e.from].w / 2;
-    const dst = leaves[e.to].x + leaves[e.to].w / 2;
-    let start = 0;
-    while (start < chain.length) {
-      let lo = -Infinity;
-      let hi = Infinity;
-      let end = start;
-      while (end < chain.length) {
-        const d = leaves[chain[end]];
-        if (!d.slot) break;
-        const [a, b] = room(d);
-        const nlo = Math.max(lo, a);
-        const nhi = Math.min(hi, b);
-        if (nlo > nhi) break;
-        lo = nlo;
-        hi = nhi;
-        end += 1;
-      }
-      if (end === start) {
-        start += 1;
-        continue;
-      }
-      let x;
-      if (start === 0 && src >= lo && src <= hi) x = src;
-      else if (end === chain.length && dst >= lo && dst <= hi) x = dst;
-      else {
-        xs.length = 0;
-        for (let k = start; k < end; k++) xs.push(leaves[chain[k]].x);
-        xs.sort((p, q) => p - q);
-        x = clamp(xs[xs.length >> 1], lo, hi);
-      }
-      for (let k = start; k < end; k++) leaves[chain[k]].x = x;
-      start = end;
-    }
+  for (const le of c.lifted.values()) for (const p of le.points) {
+    p.x += x;
+    p.y += y;
   }
+}
+
+/** A smooth path through `pts` (a quadratic B-spline: it bends at the points' midpoints). */
+function spline(pts) {
+  let d = `M${r1(pts[0].x)},${r1(pts[0].y)}`;
+  for (let i = 1; i < pts.length - 1; i++) {
+    const p = pts[i];
+    const q = pts[i + 1];
+    d += `Q${r1(p.x)},${r1(p.y)} ${r1((p.x + q.x) / 2)},${r1((p.y + q.y) / 2)}`;
+  }
+  const last = pts[pts.length - 1];
+  return `${d}L${r1(last.x)},${r1(last.y)}`;
 }
 
 function computeLayout(model, collapsed) {
@@ -567,7 +486,7 @@ function computeLayout(model, collapsed) {
       const key = a * U + b;
       let e = seen.get(key);
       if (e === undefined) {
-        e = { from: a, to: b, count: 0, back: false, chain: null, sx: 0, tx: 0, d: "" };
+        e = { from: a, to: b, count: 0, back: false, lift: null, sx: 0, tx: 0, d: "" };
         e.active = false;
         e.hover = false;
         e.el = null;
@@ -580,53 +499,8 @@ function computeLayout(model, collapsed) {
     }
   }
 
-  // Topological order (Kahn, smallest first; a cycle is broken at its earliest unit).
-  const indeg = new Int32Array(U);
-  for (const e of edges) indeg[e.to] += 1;
-  const heap = new IntHeap();
-  for (let u = 0; u < U; u++) if (indeg[u] === 0) heap.push(u);
-  const pos = new Int32Array(U).fill(-1);
-  const order = [];
-  let scan = 0;
-  while (order.length < U) {
-    if (heap.size === 0) {
-      while (pos[scan] >= 0) scan += 1;
-      indeg[scan] = 0;
-      heap.push(scan);
-    }
-    const u = heap.pop();
-    if (pos[u] >= 0) continue;
-    pos[u] = order.length;
-    order.push(u);
-    for (const e of leaves[u].outs) {
-      if (pos[e.to] < 0) {
-        indeg[e.to] -= 1;
-        if (indeg[e.to] === 0) heap.push(e.to);
-      }
-    }
-  }
-  for (const e of edges) e.back = pos[e.from] > pos[e.to];
-
-  // Layers: longest path from the inputs; sources other than inputs sit just above their
-  // first reader.
-  let maxLayer = 0;
-  for (const u of order) {
-    let layer = 0;
-    for (const e of leaves[u].ins) if (!e.back && leaves[e.from].layer + 1 > layer) layer = leaves[e.from].layer + 1;
-    leaves[u].layer = layer;
-  }
-  for (let k = order.length - 1; k >= 0; k--) {
-    const leaf = leaves[order[k]];
-    if (leaf.kind === "node" && nodes[leaf.node].op === "placeholder") continue;
-    if (leaf.ins.some((e) => !e.back)) continue;
-    let low = Infinity;
-    for (const e of leaf.outs) if (!e.back && leaves[e.to].layer - 1 < low) low = leaves[e.to].layer - 1;
-    if (low !== Infinity && low > leaf.layer) leaf.layer = low;
-  }
-  for (let u = 0; u < U; u++) if (leaves[u].layer > maxLayer) maxLayer = leaves[u].layer;
-
   // Containers: the framed blocks (two nodes or more, expanded), nested, and the root.
-  const root = { isContainer: true, block: -1, parent: null, items: [], depth: 0, margin: MARGIN_GROUP };
+  const root = { isContainer: true, block: -1, parent: null, items: [], depth: 0, lifted: new Map() };
   const containers = [root];
   const containerOfBlock = new Map();
   const framed = (b) => blocks[b].size >= 2 && !collapsed.has(blocks[b].group);
@@ -637,12 +511,13 @@ function computeLayout(model, collapsed) {
     let p = blocks[b].parent;
     while (p >= 0 && !framed(p)) p = blocks[p].parent;
     const parent = containerFor(p);
-    c = { isContainer: true, block: b, parent, items: [], depth: parent.depth + 1, margin: MARGIN_GROUP };
+    c = { isContainer: true, block: b, parent, items: [], depth: parent.depth + 1, lifted: new Map() };
     const path = blocks[b].group;
     const pp = parent.block >= 0 ? blocks[parent.block].group : "";
     c.label = pp && path.startsWith(`${pp}.`) ? path.slice(pp.length + 1) : path;
     c.caption = `${c.label} (${blocks[b].size})`;
     c.minW = c.caption.length * CHAR + 40;
+    c.slot = parent.items.length;
     containerOfBlock.set(b, c);
     containers.push(c);
     parent.items.push(c);
@@ -665,431 +540,41 @@ function computeLayout(model, collapsed) {
       c = containerFor(p);
     }
     leaf.container = c;
+    leaf.slot = c.items.length;
     c.items.push(leaf);
   }
-  for (const leaf of leaves) {
-    leaf.lo = leaf.layer;
-    leaf.hi = leaf.layer;
-  }
-  const measure = (c) => {
-    let lo = Infinity;
-    let hi = -Infinity;
-    for (const it of c.items) {
-      if (it.isContainer) measure(it);
-      if (it.lo < lo) lo = it.lo;
-      if (it.hi > hi) hi = it.hi;
-    }
-    c.lo = lo === Infinity ? 0 : lo;
-    c.hi = hi === -Infinity ? 0 : hi;
-  };
-  measure(root);
-  const lca = (a, b) => {
-    while (a.depth > b.depth) a = a.parent;
-    while (b.depth > a.depth) b = b.parent;
-    while (a !== b) {
-      a = a.parent;
-      b = b.parent;
-    }
-    return a;
-  };
 
-  // Dummy points along edges that span several layers.
-  let dummies = 0;
-  const bySpan = edges.filter((e) => !e.back && leaves[e.to].layer - leaves[e.from].layer > 1);
-  bySpan.sort((p, q) => leaves[p.to].layer - leaves[p.from].layer - (leaves[q.to].layer - leaves[q.from].layer));
-  for (const e of bySpan) {
-    const a = leaves[e.from];
-    const b = leaves[e.to];
-    const span = b.layer - a.layer;
-    if (span < 2 || span - 1 > MAX_DUMMY_SPAN || dummies + span - 1 > MAX_DUMMIES) continue;
-    const top = lca(a.container, b.container);
-    e.chain = [];
-    for (let L = a.layer + 1; L < b.layer; L++) {
-      // inside the deepest frame around either end that spans this layer: an edge into
-      // a frame runs inside it rather than around it
-      let c = null;
-      const near = 2 * L <= a.layer + b.layer ? [a, b] : [b, a];
-      for (const end of near) {
-        for (let k = end.container; k !== top && !c; k = k.parent) if (k.lo <= L && L <= k.hi) c = k;
-        if (c) break;
-      }
-      if (!c) c = top;
-      const d = newLeaf("dummy", -1, -1);
-      d.layer = L;
-      d.container = c;
-      c.items.push(d);
-      e.chain.push(leaves.length);
-      leaves.push(d);
-      dummies += 1;
-    }
-  }
+  // Each edge lifted to its ends' nearest common container, one per pair of items there.
   for (const e of edges) {
-    if (e.back) continue;
-    const chain = [e.from, ...(e.chain || []), e.to];
-    for (let k = 1; k < chain.length; k++) {
-      leaves[chain[k - 1]].succs.push(chain[k]);
-      leaves[chain[k]].preds.push(chain[k - 1]);
+    let x = leaves[e.from];
+    let y = leaves[e.to];
+    let cx = x.container;
+    let cy = y.container;
+    while (cx.depth > cy.depth) [x, cx] = [cx, cx.parent];
+    while (cy.depth > cx.depth) [y, cy] = [cy, cy.parent];
+    while (cx !== cy) {
+      [x, cx] = [cx, cx.parent];
+      [y, cy] = [cy, cy.parent];
     }
-  }
-  for (let k = 0; k < leaves.length; k++) {
-    leaves[k].idx = k;
-    leaves[k].lo = leaves[k].layer;
-    leaves[k].hi = leaves[k].layer;
-  }
-
-  // Columns: runs of leaves where each one is the only reader of the one above, which is its
-  // only input (a chain of layers, or an edge's dummy points), in one frame. A column is
-  // placed as one piece, so chains are straight and move together.
-  const columns = [];
-  const colOf = new Int32Array(leaves.length).fill(-1);
-  const byLayer = leaves.map((_, k) => k).sort((p, q) => leaves[p].layer - leaves[q].layer || p - q);
-  for (const k of byLayer) {
-    const leaf = leaves[k];
-    let col = null;
-    if (leaf.preds.length === 1) {
-      const p = leaves[leaf.preds[0]];
-      if (p.succs.length === 1 && p.container === leaf.container && colOf[leaf.preds[0]] >= 0) {
-        col = columns[colOf[leaf.preds[0]]];
-      }
+    const key = x.slot * cx.items.length + y.slot;
+    let le = cx.lifted.get(key);
+    if (!le) {
+      le = { a: x.slot, b: y.slot, count: 0, points: [], level: cx };
+      cx.lifted.set(key, le);
     }
-    if (!col) {
-      col = {
-        id: columns.length,
-        isColumn: true,
-        members: [],
-        lo: leaf.layer,
-        hi: leaf.layer,
-        w: 0,
-        x: 0,
-        units: 0,
-        margin: MARGIN_DUMMY,
-        desired: 0,
-        d: 0,
-        dl: 0,
-        pl: 0,
-        pr: 0,
-        weight: 0,
-        stamp: -1,
-      };
-      columns.push(col);
-    }
-    colOf[k] = col.id;
-    col.members.push(leaf);
-    col.hi = leaf.layer;
-    if (leaf.w > col.w) col.w = leaf.w;
-    if (leaf.margin > col.margin) col.margin = leaf.margin;
-    if (leaf.kind !== "dummy") col.units += 1;
-    leaf.column = col;
-  }
-  for (const c of containers) {
-    const items = [];
-    for (const it of c.items) {
-      if (it.isContainer) items.push(it);
-      else if (it.column.members[0] === it) items.push(it.column);
-    }
-    c.items = items;
+    le.count += e.count;
+    e.lift = le;
   }
 
-  // Horizontal placement, a few sweeps.
-  const nLayers = maxLayer + 1;
-  const fr = new Float64Array(nLayers);
-  const last = new Int32Array(nLayers);
-  const pairs = [];
-  // Items in order of where they want to be, moved half way towards where they are (at
-  // most STICK): what is beside another stays on its side unless pulled well past it.
-  const byD = (a, b) => a.key - b.key;
-  const setColumn = (col, x) => {
-    col.x = x;
-    for (const m of col.members) m.x = x + (col.w - m.w) / 2;
-  };
-  const shift = (c, dx) => {
-    c.x += dx;
-    for (const it of c.items) {
-      if (it.isContainer) shift(it, dx);
-      else setColumn(it, it.x + dx);
-    }
-  };
-  const place = (c) => {
-    const items = c.items;
-    let dsum = 0;
-    let dcnt = 0;
-    for (const it of items) {
-      if (it.isContainer) {
-        place(it);
-        it.d = it.dsum / it.dcnt;
-        // a frame goes where its boxes want to be, not its middle (a branch on one side of
-        // it would otherwise push the rest of it the other way)
-        it.dl = it.d - (it.csum / it.ccnt - it.x);
-        it.key = it.d + clamp((it.csum / it.ccnt - it.d) / 2, -STICK, STICK);
-        dsum += it.dsum;
-        dcnt += it.dcnt;
-      } else {
-        it.d = it.desired;
-        it.dl = it.d - it.w / 2;
-        it.key = it.d + clamp((it.x + it.w / 2 - it.d) / 2, -STICK, STICK);
-        dsum += it.desired * it.units;
-        dcnt += it.units;
-      }
-    }
-    if (dcnt === 0) {
-      for (const it of items) {
-        dsum += it.d;
-        dcnt += 1;
-      }
-      if (dcnt === 0) dcnt = 1;
-    }
-    c.dsum = dsum;
-    c.dcnt = dcnt;
-    items.sort(byD);
-    // Each item where it wants to be; then overlaps in a layer pushed apart, the lighter
-    // item moving more (a long chain stays put, a skip connection beside it gives way).
-    const n = items.length;
-    pairs.length = 0;
-    last.fill(-1, c.lo, c.hi + 1);
-    for (let k = 0; k < n; k++) {
-      const it = items[k];
-      it.pl = it.dl;
-      it.stamp = -1;
-      it.weight = it.isContainer ? it.dcnt * it.dcnt + 1 : it.units * it.units + 0.05 * it.members.length;
-      for (let L = it.lo; L <= it.hi; L++) {
-        const a = last[L];
-        if (a >= 0 && items[a].stamp !== k) {
-          items[a].stamp = k;
-          pairs.push(a, k);
-        }
-        last[L] = k;
-      }
-    }
-    if (pairs.length) {
-      for (let round = 0; round < ROUNDS; round++) {
-        let moved = false;
-        for (let q = 0; q < pairs.length; q += 2) {
-          const a = items[pairs[q]];
-          const b = items[pairs[q + 1]];
-          const over = a.pl + a.w + a.margin + b.margin - b.pl;
-          if (over > 0.01) {
-            const t = b.weight / (a.weight + b.weight);
-            a.pl -= over * t;
-            b.pl += over * (1 - t);
-            moved = true;
-          }
-        }
-        if (!moved) break;
-      }
-      // what overlap is left: once pushed rightwards, once leftwards, and the mean of the
-      // two (both have no overlap, nor has their mean)
-      fr.fill(-Infinity, c.lo, c.hi + 1);
-      for (const it of items) {
-        const m = it.margin;
-        let x = it.pl;
-        for (let L = it.lo; L <= it.hi; L++) if (fr[L] + m > x) x = fr[L] + m;
-        it.pr = x;
-        const right = x + it.w + m;
-        for (let L = it.lo; L <= it.hi; L++) fr[L] = right;
-      }
-      fr.fill(Infinity, c.lo, c.hi + 1);
-      for (let k = n - 1; k >= 0; k--) {
-        const it = items[k];
-        const m = it.margin;
-        let x = it.pl;
-        for (let L = it.lo; L <= it.hi; L++) if (fr[L] - m - it.w < x) x = fr[L] - m - it.w;
-        it.pl = (x + it.pr) / 2;
-        const left = x - m;
-        for (let L = it.lo; L <= it.hi; L++) fr[L] = left;
-      }
-    }
-    let left = Infinity;
-    let right = -Infinity;
-    let csum = 0;
-    let ccnt = 0;
-    for (const it of items) {
-      const x = it.pl;
-      if (it.isContainer) {
-        const dx = x - it.x;
-        shift(it, dx);
-        csum += it.csum + dx * it.ccnt;
-        ccnt += it.ccnt;
-      } else {
-        setColumn(it, x);
-        csum += (x + it.w / 2) * it.units;
-        ccnt += it.units;
-      }
-      if (x < left) left = x;
-      if (x + it.w > right) right = x + it.w;
-    }
-    if (ccnt === 0) {
-      csum = (left + right) / 2;
-      ccnt = 1;
-    }
-    c.csum = csum;
-    c.ccnt = ccnt;
-    if (left === Infinity) {
-      left = 0;
-      right = 0;
-    }
-    if (c !== root) {
-      left -= PAD_X;
-      right += PAD_X;
-      if (right - left < c.minW) {
-        const extra = (c.minW - (right - left)) / 2;
-        left -= extra;
-        right += extra;
-      }
-    }
-    c.x = left;
-    c.w = right - left;
-  };
-  // Where a column's neighbours pull it: the median of the boxes among them (the mean of the
-  // two middle ones for an even count), else of the dummy points; so that a residual sum
-  // stays under the chain it ends rather than drifting towards its skip connection.
-  const vals = [];
-  const pull = (nb) => {
-    vals.length = 0;
-    for (const k of nb) if (k < U) vals.push(leaves[k].x + leaves[k].w / 2);
-    if (!vals.length) for (const k of nb) vals.push(leaves[k].x + leaves[k].w / 2);
-    const n = vals.length;
-    if (n === 1) return vals[0];
-    vals.sort((a, b) => a - b);
-    const h = n >> 1;
-    return n % 2 ? vals[h] : (vals[h - 1] + vals[h]) / 2;
-  };
-  // The first order, before any pull: depth first from the inputs, boxes before dummy
-  // points, so that a chain comes out as one line and what branches off it goes beside.
-  const rank = new Int32Array(leaves.length).fill(-1);
-  let next = 0;
-  const stack = [];
-  for (let start = 0; start < leaves.length; start++) {
-    if (rank[start] >= 0 || leaves[start].preds.length) continue;
-    stack.push(start);
-    while (stack.length) {
-      const k = stack.pop();
-      if (rank[k] >= 0) continue;
-      rank[k] = next++;
-      const succs = leaves[k].succs;
-      for (let i = succs.length - 1; i >= 0; i--) if (rank[succs[i]] < 0 && succs[i] >= U) stack.push(succs[i]);
-      for (let i = succs.length - 1; i >= 0; i--) if (rank[succs[i]] < 0 && succs[i] < U) stack.push(succs[i]);
-    }
+  // Innermost first (a container comes after its parent in `containers`), then placed from the root.
+  for (let k = containers.length - 1; k >= 0; k--) {
+    const c = containers[k];
+    layoutLevel(c);
   }
-  for (let k = 0; k < leaves.length; k++) if (rank[k] < 0) rank[k] = next++;
-  const ranked = (c) => {
-    let low = Infinity;
-    for (const it of c.items) {
-      if (it.isContainer) ranked(it);
-      else {
-        it.rank = Infinity;
-        for (const m of it.members) if (rank[m.idx] < it.rank) it.rank = rank[m.idx];
-      }
-      if (it.rank < low) low = it.rank;
-    }
-    c.items.sort((a, b) => a.rank - b.rank);
-    c.rank = low;
-  };
-  ranked(root);
-  for (const col of columns) setColumn(col, -col.w / 2);
-  // The sweeps may only make things wider where long edges wall things in (dense graphs):
-  // the narrowest placement so far is kept, and comes back if a sweep doubles the width.
-  const span = () => {
-    let a = Infinity;
-    let b = -Infinity;
-    for (const leaf of leaves) {
-      if (leaf.x < a) a = leaf.x;
-      if (leaf.x + leaf.w > b) b = leaf.x + leaf.w;
-    }
-    return b - a;
-  };
-  const saved = new Float64Array(leaves.length + 2 * containers.length);
-  let best = Infinity;
-  const save = () => {
-    leaves.forEach((leaf, k) => (saved[k] = leaf.x));
-    containers.forEach((c, k) => {
-      saved[leaves.length + 2 * k] = c.x;
-      saved[leaves.length + 2 * k + 1] = c.w;
-    });
-  };
-  const restore = () => {
-    leaves.forEach((leaf, k) => (leaf.x = saved[k]));
-    containers.forEach((c, k) => {
-      c.x = saved[leaves.length + 2 * k];
-      c.w = saved[leaves.length + 2 * k + 1];
-    });
-    for (const col of columns) col.x = col.members[0].x - (col.w - col.members[0].w) / 2;
-  };
-  if (U) {
-    place(root);
-    best = span();
-    save();
-    for (const dir of SWEEPS) {
-      for (const col of columns) {
-        const here = col.x + col.w / 2;
-        const top = col.members[0].preds;
-        const bottom = col.members[col.members.length - 1].succs;
-        let want = here;
-        if (dir === "down") {
-          if (top.length) want = pull(top);
-        } else if (dir === "up") {
-          if (bottom.length) want = pull(bottom);
-        } else if (top.length && bottom.length) {
-          want = (pull(top) + pull(bottom) + 2 * here) / 4;
-        } else if (top.length || bottom.length) {
-          want = (pull(top.length ? top : bottom) + here) / 2;
-        }
-        col.desired = want;
-      }
-      place(root);
-      const width = span();
-      if (width > 2 * best) {
-        restore();
-        break;
-      }
-      if (width <= best) {
-        best = width;
-        save();
-      }
-    }
-  }
-
-  // Straighten the edges running through dummy points: each run of them that has room for
-  // it moves to one x (under the source or above the target when those fit).
-  if (dummies) straighten(leaves, U, edges, containers, nLayers);
-
-  // Vertical placement: layers, with room above for the labels of the frames starting there
-  // and below for the frames ending there.
-  const topDepth = new Int32Array(nLayers);
-  const botDepth = new Int32Array(nLayers);
-  const depths = (c) => {
-    let t = 0;
-    let b = 0;
-    for (const it of c.items) {
-      if (!it.isContainer) continue;
-      depths(it);
-      if (it.lo === c.lo && it.innerTop > t) t = it.innerTop;
-      if (it.hi === c.hi && it.innerBot > b) b = it.innerBot;
-    }
-    c.innerTop = t + 1;
-    c.innerBot = b + 1;
-    if (c !== root) {
-      if (c.innerTop > topDepth[c.lo]) topDepth[c.lo] = c.innerTop;
-      if (c.innerBot > botDepth[c.hi]) botDepth[c.hi] = c.innerBot;
-    }
-  };
-  for (const c of root.items) if (c.isContainer) depths(c);
-  const yTop = new Float64Array(nLayers);
-  for (let L = 0; L < nLayers; L++) {
-    yTop[L] =
-      L === 0
-        ? topDepth[0] * HEADER
-        : yTop[L - 1] + NODE_H + GAP_Y + botDepth[L - 1] * PAD_BOTTOM + topDepth[L] * HEADER;
-  }
-  for (const c of containers) {
-    if (c === root) continue;
-    c.top = yTop[c.lo] - c.innerTop * HEADER;
-    c.bottom = yTop[c.hi] + NODE_H + c.innerBot * PAD_BOTTOM;
-  }
+  place(root, 0, 0);
 
   // Edge ports (spread along the box's edge, ordered by where the other end is) and paths.
   const centre = (k) => leaves[k].x + leaves[k].w / 2;
-  const prevX = (e) => (e.chain && !e.back ? leaves[e.chain[e.chain.length - 1]].x : centre(e.from));
-  const nextX = (e) => (e.chain && !e.back ? leaves[e.chain[0]].x : centre(e.to));
   const spread = (list, leaf, key, field) => {
     const k = list.length;
     if (!k) return;
@@ -1103,70 +588,44 @@ function computeLayout(model, collapsed) {
     for (let i = 0; i < k; i++) keyed[i][1][field] = c + (i - (k - 1) / 2) * step;
   };
   for (let u = 0; u < U; u++) {
-    spread(leaves[u].ins, leaves[u], prevX, "tx");
-    spread(leaves[u].outs, leaves[u], nextX, "sx");
+    spread(leaves[u].ins, leaves[u], (e) => centre(e.from), "tx");
+    spread(leaves[u].outs, leaves[u], (e) => centre(e.to), "sx");
   }
-  const curve = (x1, y1, x2, y2) => {
-    const m = (y2 - y1) / 2;
-    return `C${r1(x1)},${r1(y1 + m)} ${r1(x2)},${r1(y2 - m)} ${r1(x2)},${r1(y2)}`;
-  };
   for (const e of edges) {
     const a = leaves[e.from];
     const b = leaves[e.to];
-    const y1 = yTop[a.layer] + NODE_H;
-    const y2 = yTop[b.layer] - 1;
-    let d = `M${r1(e.sx)},${r1(y1)}`;
-    if (e.back) {
-      const side = Math.max(a.w, b.w) / 2 + 50;
-      d += `C${r1(e.sx + side)},${r1(y1 + 70)} ${r1(e.tx + side)},${r1(y2 - 70)} ${r1(e.tx)},${r1(y2)}`;
-    } else if (e.chain) {
-      let px = e.sx;
-      let py = y1;
-      for (const k of e.chain) {
-        const dm = leaves[k];
-        const ty = yTop[dm.layer];
-        d += curve(px, py, dm.x, ty);
-        d += `L${r1(dm.x)},${r1(ty + NODE_H)}`;
-        px = dm.x;
-        py = ty + NODE_H;
-      }
-      d += curve(px, py, e.tx, y2);
-    } else if (b.layer - a.layer > 1) {
-      const side = (e.tx >= e.sx ? 1 : -1) * (Math.max(a.w, b.w) / 2 + 40);
-      const x = (e.tx >= e.sx ? Math.max : Math.min)(e.sx, e.tx) + side;
-      d += `C${r1(x)},${r1(y1 + 80)} ${r1(x)},${r1(y2 - 80)} ${r1(e.tx)},${r1(y2)}`;
-    } else {
-      d += curve(e.sx, y1, e.tx, y2);
-    }
-    e.d = d;
+    const y1 = a.y + NODE_H;
+    const y2 = b.y - 1;
+    e.back = b.y <= a.y;
+    const pts = [{ x: e.sx, y: y1 }, { x: e.sx, y: y1 + STUB }];
+    // Out through the bottom borders of the frames the source sits in, below the common one,
+    // along that level's bend points, and in through the top borders of the target's frames.
+    const lca = e.lift.level;
+    for (let c = a.container; c !== lca; c = c.parent) pts.push({ x: clamp(e.sx, c.x + PAD_X, c.x + c.w - PAD_X), y: c.bottom });
+    const bends = e.lift.points;
+    for (let k = 1; k < bends.length - 1; k++) pts.push(bends[k]);
+    const entries = [];
+    for (let c = b.container; c !== lca; c = c.parent) entries.push({ x: clamp(e.tx, c.x + PAD_X, c.x + c.w - PAD_X), y: c.top });
+    for (let k = entries.length - 1; k >= 0; k--) pts.push(entries[k]);
+    pts.push({ x: e.tx, y: y2 - STUB }, { x: e.tx, y: y2 });
+    e.d = spline(pts);
   }
 
-  // Rows for the keyboard, and the bounds.
-  const rows = Array.from({ length: nLayers }, () => []);
-  for (let u = 0; u < U; u++) rows[leaves[u].layer].push(u);
+  // Rows for the keyboard (units whose tops are within half a box of each other), and the bounds.
+  const byTop = Array.from({ length: U }, (_, u) => u).sort((p, q) => leaves[p].y - leaves[q].y || centre(p) - centre(q));
+  const rows = [];
+  let rowTop = -Infinity;
+  for (const u of byTop) {
+    if (leaves[u].y > rowTop + NODE_H / 2) {
+      rows.push([]);
+      rowTop = leaves[u].y;
+    }
+    leaves[u].layer = rows.length - 1;
+    rows[rows.length - 1].push(u);
+  }
   for (const row of rows) row.sort((a, b) => centre(a) - centre(b));
   const rowIndex = new Int32Array(U);
   for (const row of rows) for (let k = 0; k < row.length; k++) rowIndex[row[k]] = k;
-  let minX = Infinity;
-  let maxX = -Infinity;
-  let minY = 0;
-  let maxY = U ? yTop[nLayers - 1] + NODE_H : 0;
-  for (let u = 0; u < U; u++) {
-    const leaf = leaves[u];
-    if (leaf.x < minX) minX = leaf.x;
-    if (leaf.x + leaf.w > maxX) maxX = leaf.x + leaf.w;
-  }
-  for (const c of containers) {
-    if (c === root) continue;
-    if (c.x < minX) minX = c.x;
-    if (c.x + c.w > maxX) maxX = c.x + c.w;
-    if (c.top < minY) minY = c.top;
-    if (c.bottom > maxY) maxY = c.bottom;
-  }
-  if (minX === Infinity) {
-    minX = 0;
-    maxX = 0;
-  }
   return {
     leaves,
     units: U,
@@ -1174,10 +633,9 @@ function computeLayout(model, collapsed) {
     containers,
     unitOfNode,
     unitOfBlock,
-    yTop,
     rows,
     rowIndex,
-    bounds: { x: minX, y: minY, w: maxX - minX, h: maxY - minY },
+    bounds: { x: 0, y: 0, w: root.w || 0, h: root.h || 0 },
   };
 }
 
@@ -1402,9 +860,50 @@ export class GraphView {
     this._zoomAt(w / 2, h / 2, 1 / STEP);
   }
 
-  /** Show the whole graph. */
+  /**
+   * Show the graph, readable: the whole drawing when its node names are 9 px or more on
+   * screen (scale FIT_READABLE); otherwise the deepest module groups collapsed, one depth at a
+   * time, until it is (they stay listed by collapsed(); expanding one opens it). A small graph
+   * that no collapsing makes that large (a chain outside any module) is shown whole when that
+   * keeps it at FIT_SMALL or more; a big one is shown with its groups collapsed to the top
+   * level, at FIT_READABLE, from its inputs (the rest a pan away).
+   */
   fit() {
-    this._autoView("fit");
+    this._autoView(this._collapseToRead() ? "read" : "fit");
+  }
+
+  /** The scale at which `bounds` fill the view (less its margins). */
+  _fitScale(bounds) {
+    const { w, h } = this._size();
+    return Math.min((w - 2 * FIT_MARGIN) / Math.max(bounds.w, 1), (h - 2 * FIT_MARGIN) / Math.max(bounds.h, 1));
+  }
+
+  /** Collapse groups for fit(); true when even then the whole drawing is too small to read. */
+  _collapseToRead() {
+    const whole = this._fitScale(this._L.bounds);
+    if (!this._L.units || whole >= FIT_READABLE) return false;
+    // Only groups drawn as frames (a block of two nodes or more): a box for one node saves nothing.
+    const blocks = this._model.blocks;
+    const groups = [...this._model.groups.values()].filter((g) => g.blocks.some((b) => blocks[b].size >= 2));
+    const depths = [...new Set(groups.map((g) => g.depth))].sort((a, b) => b - a);
+    let set = null;
+    let layout = null;
+    for (const d of depths) {
+      const before = set ? set.size : this._collapsed.size;
+      set = new Set(set || this._collapsed);
+      for (const g of groups) if (g.depth >= d) set.add(g.path);
+      if (layout && set.size === before) continue;
+      layout = computeLayout(this._model, set);
+      if (this._fitScale(layout.bounds) >= FIT_READABLE) break;
+    }
+    const readable = layout !== null && this._fitScale(layout.bounds) >= FIT_READABLE;
+    if (!readable && (whole >= FIT_SMALL || layout === null)) return false;
+    this._collapsed = set;
+    this._hideTip();
+    this._hoverUnit = -1;
+    this._L = layout;
+    this._render();
+    return !readable;
   }
 
   /** Collapse a group (a module path prefix like "encoder" or "encoder.0") into one box. */
@@ -1566,7 +1065,7 @@ export class GraphView {
       "data-op": node.op,
       "data-module": node.module,
       "data-unit": String(u),
-      transform: `translate(${r1(leaf.x)},${r1(this._L.yTop[leaf.layer])})`,
+      transform: `translate(${r1(leaf.x)},${r1(leaf.y)})`,
     });
     const title = svg(doc, "title");
     title.textContent = this._describe(node, "\n");
@@ -1598,7 +1097,7 @@ export class GraphView {
       "data-group": block.group,
       "data-block": String(block.id),
       "data-unit": String(u),
-      transform: `translate(${r1(leaf.x)},${r1(this._L.yTop[leaf.layer])})`,
+      transform: `translate(${r1(leaf.x)},${r1(leaf.y)})`,
     });
     const title = svg(doc, "title");
     title.textContent = `${block.group}: ${block.size} nodes, collapsed (click to expand)\nshape: ${formatShape(s.shape)}`;
@@ -1748,7 +1247,7 @@ export class GraphView {
     this._auto = mode;
     const b = this._L.bounds;
     const { w, h } = this._size();
-    const m = 24;
+    const m = FIT_MARGIN;
     if (!this._L.units) {
       this._view = { x: 0, y: 0, s: 1 };
       this._applyView();
@@ -1758,6 +1257,17 @@ export class GraphView {
     const bh = Math.max(b.h, 1);
     let s = clamp(Math.min((w - 2 * m) / bw, (h - 2 * m) / bh), MIN_SCALE, 1.25);
     let y = (h - bh * s) / 2 - b.y * s;
+    if (mode === "read" && s < FIT_READABLE) {
+      // Too big to read even with its groups collapsed: readable, from its first row.
+      const row = this._L.rows[0] || [];
+      const first = row.length ? this._L.leaves[row[0]] : null;
+      const last = row.length ? this._L.leaves[row[row.length - 1]] : null;
+      s = FIT_READABLE;
+      const cx = first ? (first.x + last.x + last.w) / 2 : b.x + bw / 2;
+      this._view = { x: w / 2 - cx * s, y: m - b.y * s, s };
+      this._applyView();
+      return;
+    }
     if (mode === "initial" && s < READABLE) {
       // Too small to read once fitted: as wide as fits (readable at least), from the top.
       s = clamp((w - 2 * m) / bw, READABLE, 1);
@@ -1780,7 +1290,7 @@ export class GraphView {
 
   _unitBox(u) {
     const leaf = this._L.leaves[u];
-    return { x: leaf.x, y: this._L.yTop[leaf.layer], w: leaf.w, h: NODE_H };
+    return { x: leaf.x, y: leaf.y, w: leaf.w, h: NODE_H };
   }
 
   _centreOn(u) {
@@ -1827,12 +1337,12 @@ export class GraphView {
     }
     for (let u = 0; u < L.units; u++) {
       const leaf = L.leaves[u];
-      if (leaf.kind === "box" && this._model.blocks[leaf.block].group === g) return { x: leaf.x, y: L.yTop[leaf.layer] };
+      if (leaf.kind === "box" && this._model.blocks[leaf.block].group === g) return { x: leaf.x, y: leaf.y };
     }
     const grp = this._model.groups.get(g);
     if (grp && grp.members.length) {
       const u = L.unitOfNode[grp.members[0]];
-      return { x: L.leaves[u].x, y: L.yTop[L.leaves[u].layer] };
+      return { x: L.leaves[u].x, y: L.leaves[u].y };
     }
     return null;
   }
