@@ -18,6 +18,7 @@ import pytest
 
 import torchbend as tb
 
+from .paced_model import PAUSE
 from .sweeps import SOUNDS, audio_bytes, comparable, small_spec, write_spec
 
 STOP_BOUND = 20
@@ -27,8 +28,10 @@ workers take milliseconds; the workers of the old driver blocked it for 30 s eac
 
 def long_spec() -> dict[str, Any]:
     """16 renders of a 4-second sound: each result is larger than a pipe holds, so a worker
-    whose result nobody reads is blocked writing it."""
-    spec = small_spec(inputs=[str(SOUNDS / "bass.wav")])
+    whose result nobody reads is blocked writing it. Its model is the shipped one, paced in the
+    command the test interrupts (tests/sweep/paced_model.py), so that the sweep is still running
+    when the test sees its first render, however loaded the machine is."""
+    spec = small_spec(inputs=[str(SOUNDS / "bass.wav")], model="tests.sweep.paced_model:tiny_rave")
     spec["axes"] = {"bendings.0.callback.args.std": {"range": [0.01, 0.3], "steps": 16}}
     return spec
 
@@ -63,10 +66,13 @@ def test_an_interrupted_sweep_stops_its_workers_says_how_to_resume_and_resumes(
     spec = write_spec(tmp_path / "spec.json", long_spec())
     out = tmp_path / "out"
     command = [sys.executable, "-m", "torchbend.cli", "sweep", "run", str(spec), "--out", str(out)]
+    root = str(Path(__file__).resolve().parents[2])  # tests.sweep.paced_model, a user's module
+    env = {**os.environ, "PYTHONPATH": root, PAUSE: "0.02"}  # about 0.5 s a render
     process = subprocess.Popen(
         [*command, "--workers", "2", "--quiet"],
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
         start_new_session=True,  # its own group, as a shell gives a command
     )
     manifest = out / "manifest.jsonl"
