@@ -43,6 +43,13 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def as_from_a_shell() -> None:
+    """In the started command, before it runs: SIGINT at its default, as a shell starts a
+    command. A pytest-xdist worker ignores SIGINT (its controller takes Ctrl-C), and a command
+    it starts inherits that: Python then never raises KeyboardInterrupt in it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def children(pid: int) -> list[int]:
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():
@@ -74,6 +81,7 @@ def test_an_interrupted_sweep_stops_its_workers_says_how_to_resume_and_resumes(
         text=True,
         env=env,
         start_new_session=True,  # its own group, as a shell gives a command
+        preexec_fn=as_from_a_shell,
     )
     manifest = out / "manifest.jsonl"
     deadline = time.monotonic() + 300
