@@ -6,6 +6,7 @@ import torch
 
 from ..callbacks.base import BendingCallback
 from ..controls import BendingParameter
+from ..controls.rules import fade_weight
 from ..errors import BendingError, did_you_mean
 from .bendings import Bending, BendingSet
 from .tables import Table, controls_table
@@ -90,8 +91,8 @@ class ControlBoard:
 
     def _fade(self, control: BendingParameter) -> None:
         before, after = self._fades[control.name]
-        k = min(control._step + 1, control.ramp) / control.ramp
-        self.weights.crossfade(before, after, k)
+        _, step = control.ramp_position()
+        self.weights.crossfade(before, after, fade_weight(step, control.ramp))
         self._written = self.weights.bent
 
     def advance(self) -> None:
