@@ -1,4 +1,5 @@
-"""Synthesize the example sounds in assets/sounds/ (a drum loop, a bass line and a pad) and
+"""Synthesize the example sounds in assets/sounds/ (a drum loop, a bass line, a pad and a sung
+line) and
 the varied sounds the shipped model trains on.
 
 Run: python scripts/make_assets.py [--out assets/sounds] [--seconds 4]
@@ -6,7 +7,8 @@ Run: python scripts/make_assets.py [--out assets/sounds] [--seconds 4]
 Everything is made in code with numpy (no samples are read), seeded, so the files are the same
 on every run and platform up to float rounding. Writes mono, 44.1 kHz, 16-bit WAV files.
 :func:`training_sounds` makes the training set of scripts/train_model.py: these three at other
-seeds plus tones, chords, sweeps, plucks, noises and formant-like voices at varied levels.
+seeds plus tones, chords, sweeps, plucks, noises, formant-like voices and bowed tones with vibrato
+at varied levels.
 """
 
 from __future__ import annotations
@@ -262,6 +264,54 @@ def voices(seconds: float, rng: np.random.Generator) -> np.ndarray:
     return _one_after_another(seconds, rng, _voice, gap=(0.0, 0.3))
 
 
+def _bowed(rng: np.random.Generator) -> np.ndarray:
+    length = int(rng.uniform(0.6, 2.0) * SAMPLE_RATE)
+    t = _time(length)
+    f0 = _midi_hz(rng.uniform(36, 84))
+    rate, depth = rng.uniform(4.5, 6.5), rng.uniform(0.003, 0.012)
+    onset = np.minimum(t / 0.4, 1)  # the vibrato grows in after the attack
+    freq = f0 * (1 + depth * onset * np.sin(2 * np.pi * rate * t))
+    phase = 2 * np.pi * np.cumsum(freq) / SAMPLE_RATE + rng.uniform(0, 2 * np.pi)
+    brightness = rng.uniform(0.8, 1.6)  # how slowly the harmonics fall off
+    note = _harmonics(phase, freq, [1.0 / k**brightness for k in range(1, 40)])
+    rosin = rng.standard_normal(length) * 0.02 * (1 + np.sin(phase))  # bow noise, per cycle
+    swell = np.minimum(t / rng.uniform(0.05, 0.3), 1)
+    release = np.minimum((length - 1 - np.arange(length)) / (0.1 * SAMPLE_RATE), 1)
+    return (note + rosin) * swell * release * 10 ** rng.uniform(-1, 0)
+
+
+def bowed(seconds: float, rng: np.random.Generator) -> np.ndarray:
+    """Bowed strings: saw-like tones with vibrato that grows after the attack, and bow noise."""
+    return _one_after_another(seconds, rng, _bowed, gap=(0.0, 0.2))
+
+
+def voice(seconds: float, rng: np.random.Generator) -> np.ndarray:
+    """A sung line: vowels (formants) with vibrato, one note after another on a minor scale."""
+    out = np.zeros(int(seconds * SAMPLE_RATE))
+    notes = [57, 60, 62, 64, 62, 60, 55, 57]  # MIDI numbers, A minor-ish
+    step = seconds / len(notes)
+    vowels = list(FORMANTS)
+    for i, midi in enumerate(notes):
+        _place(out, _sung(rng, midi, vowels[i % len(vowels)], step * 0.95), i * step)
+    return out
+
+
+def _sung(rng: np.random.Generator, midi: float, vowel: str, seconds: float) -> np.ndarray:
+    length = int(seconds * SAMPLE_RATE)
+    t = _time(length)
+    f0 = _midi_hz(midi)
+    freq = f0 * (1 + 0.012 * np.minimum(t / 0.3, 1) * np.sin(2 * np.pi * rng.uniform(5, 6) * t))
+    phase = 2 * np.pi * np.cumsum(freq) / SAMPLE_RATE
+    centres, widths = FORMANTS[vowel]
+    note = np.zeros(length)
+    for k in range(1, int(10000 / f0)):
+        gain = sum(1 / (1 + ((k * f0 - c) / w) ** 2) for c, w in zip(centres, widths, strict=True))
+        note += (gain + 0.02) / k**0.5 * np.sin(k * phase)
+    breath = rng.standard_normal(length) * 0.01
+    env = np.minimum(t / 0.06, 1) * np.minimum((length - 1 - np.arange(length)) / 3000, 1)
+    return (note + breath) * env
+
+
 GENERATORS = {
     "drums": drums,
     "bass": bass,
@@ -272,6 +322,8 @@ GENERATORS = {
     "plucks": plucks,
     "noises": noises,
     "voices": voices,
+    "bowed": bowed,
+    "voice": voice,
 }
 """Every sound maker: ``make(seconds, rng)`` gives mono float64 audio at 44.1 kHz."""
 
@@ -298,7 +350,7 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(SEED)
-    for name, make in [("drums", drums), ("bass", bass), ("pad", pad)]:
+    for name, make in [("drums", drums), ("bass", bass), ("pad", pad), ("voice", voice)]:
         audio = normalize(make(args.seconds, rng))
         path = args.out / f"{name}.wav"
         sf.write(path, audio.astype(np.float32), SAMPLE_RATE, subtype="PCM_16")

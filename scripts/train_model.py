@@ -1,7 +1,8 @@
-"""Train TinyRave on varied synthetic sounds and the shipped ones, and write its weights to assets/.
+"""Train a shipped model (TinyRave or TinyDDSP) on varied synthetic sounds and the shipped
+ones, and write its weights to assets/.
 
-Run: python scripts/train_model.py [--time-limit 900] [--device cpu|cuda]
-     [--out assets/tiny_rave.safetensors]
+Run: python scripts/train_model.py [--model tiny_rave|tiny_ddsp] [--time-limit 900]
+     [--device cpu|cuda] [--out assets/<model>.safetensors]
 
 The training set: ``--seconds`` of each sound maker of scripts/make_assets.py (drums, bass, pad,
 tones, chords, sweeps, plucks, noises, voices; seed 1, not the shipped sounds' seed) and the
@@ -14,7 +15,15 @@ whose floor is 80 dB below each crop's loudest bin (so that near-silent bins do 
 At the end the latent channels are rotated to the principal axes of the latent on the training
 sounds, the first channel carrying the most variance (encoder and decoder are changed together,
 the output stays the same), and the script prints the held-out error before and after training
-(same seed). The weights are written with the model's config in the safetensors metadata.
+(same seed).
+
+TinyDDSP: its analysis and synthesizer do not learn; its encoder and decoder learn to give the
+synthesizer what makes the output sound like the input delayed by the model's latency, by a
+multi-resolution STFT loss (FFT sizes 2048 to 64: the log-magnitude distance above, plus the
+magnitude error over the input's magnitude, which weighs the loud bins). It reports the held-out
+loss before and after training.
+
+The weights are written with the model's config in the safetensors metadata.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ import torch
 from safetensors.torch import save_file
 
 from torchbend.audio import load
-from torchbend.models import TinyRave
+from torchbend.models import TinyDDSP, TinyRave
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -39,9 +48,10 @@ import make_assets  # noqa: E402  (a sibling script: the sound makers)
 
 RATE = 44100
 FFT_SIZES = (2048, 512, 128)
+DDSP_FFT_SIZES = (2048, 1024, 512, 256, 128, 64)
 
 
-def aligned(model: TinyRave, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def aligned(model: TinyRave | TinyDDSP, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The model's output on ``x`` ``[batch, 1, time]`` and ``x``, cut to line up."""
     y = model(x)
     delay = model.latency
@@ -54,11 +64,13 @@ def error_bels(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return torch.log10(error / x.pow(2).mean((1, 2)).clamp_min(1e-10) + 1e-9).mean()
 
 
-def spectral_distance(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+def spectral_distance(
+    y: torch.Tensor, x: torch.Tensor, sizes: tuple[int, ...] = FFT_SIZES, linear: bool = False
+) -> torch.Tensor:
     """Mean L1 distance of log magnitudes over FFT sizes, floored 80 dB below each item's
-    loudest bin."""
+    loudest bin; with ``linear``, plus the L1 distance of the magnitudes over the input's."""
     total = y.new_zeros(())
-    for n_fft in FFT_SIZES:
+    for n_fft in sizes:
         window = torch.hann_window(n_fft, device=x.device)
         sy, sx = (
             torch.stft(s[:, 0], n_fft, n_fft // 4, window=window, return_complex=True).abs()
@@ -66,18 +78,30 @@ def spectral_distance(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         )
         floor = sx.amax((1, 2), keepdim=True) * 1e-4 + 1e-7
         total = total + (torch.log(sy + floor) - torch.log(sx + floor)).abs().mean()
-    return total / len(FFT_SIZES)
+        if linear:
+            total = total + ((sy - sx).abs().sum((1, 2)) / (sx.sum((1, 2)) + 1e-7)).mean()
+    return total / len(sizes)
 
 
-def evaluate(model: TinyRave, sounds: list[torch.Tensor]) -> tuple[float, float]:
-    """Error (dB re the input) and spectral distance of the offline renders of ``sounds``."""
+def ddsp_loss(model: TinyDDSP, x: torch.Tensor) -> torch.Tensor:
+    """TinyDDSP's loss on ``x`` ``[batch, 1, time]``: see the module's docstring."""
+    y, x = aligned(model, x)
+    return spectral_distance(y, x, DDSP_FFT_SIZES, linear=True)
+
+
+def evaluate(model: TinyRave | TinyDDSP, sounds: list[torch.Tensor]) -> tuple[float, float]:
+    """Error (dB re the input) and spectral distance of the offline renders of ``sounds``
+    (for TinyDDSP, whose output is not a copy of the input: its loss, and the distance)."""
     model.eval()
     errors, distances = [], []
     with torch.no_grad():
         for x in sounds:
             x = x[None, :, : x.shape[-1] // model.ratio * model.ratio]
+            if isinstance(model, TinyDDSP):
+                errors.append(float(ddsp_loss(model, x)))
             y, x = aligned(model, x)
-            errors.append(10 * float(error_bels(y, x)))
+            if not isinstance(model, TinyDDSP):
+                errors.append(10 * float(error_bels(y, x)))
             distances.append(float(spectral_distance(y, x)))
     return sum(errors) / len(errors), sum(distances) / len(distances)
 
@@ -99,7 +123,8 @@ def order_latent(model: TinyRave, sounds: list[torch.Tensor]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sounds", type=Path, default=ROOT / "assets/sounds")
-    parser.add_argument("--out", type=Path, default=ROOT / "assets/tiny_rave.safetensors")
+    parser.add_argument("--model", choices=["tiny_rave", "tiny_ddsp"], default="tiny_rave")
+    parser.add_argument("--out", type=Path, default=None, help="assets/<model>.safetensors")
     parser.add_argument("--time-limit", type=float, default=900.0, help="seconds of training")
     parser.add_argument("--steps", type=int, default=None, help="stop after this many steps")
     parser.add_argument("--seconds", type=float, default=40.0, help="per synthetic sound maker")
@@ -117,6 +142,7 @@ def main() -> None:
         parser.error("--device cuda asked for, but torch sees no CUDA device")
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
+    out = args.out or ROOT / "assets" / f"{args.model}.safetensors"
 
     paths = sorted(args.sounds.glob("*.wav"))
     if not paths:
@@ -134,10 +160,11 @@ def main() -> None:
     print(f"training on {sum(t.shape[-1] for t in train) / RATE:.0f} s of audio", flush=True)
 
     torch.manual_seed(args.seed)
-    model = TinyRave()
+    model = TinyRave() if args.model == "tiny_rave" else TinyDDSP()
     crop = args.crop // model.ratio * model.ratio
     before = evaluate(model, held)
-    print(f"untrained: held-out error {before[0]:.1f} dB, spectral distance {before[1]:.3f}")
+    unit = "" if isinstance(model, TinyDDSP) else " dB"
+    print(f"untrained: held-out error {before[0]:.3f}{unit}, spectral distance {before[1]:.3f}")
     model.to(device)
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.Adam(trainable, lr=args.lr)
@@ -164,41 +191,41 @@ def main() -> None:
             batch.append(piece * gain)
         x = torch.stack(batch).to(device)
         model.train()
-        y, x = aligned(model, x)
-        error = error_bels(y, x)
-        loss = error + spectral_distance(y, x)
+        if isinstance(model, TinyDDSP):
+            loss = error = ddsp_loss(model, x)
+        else:
+            y, x = aligned(model, x)
+            error = error_bels(y, x)
+            loss = error + spectral_distance(y, x)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         step += 1
         if step % 100 == 0:
-            print(
-                f"step {step:5d}  {elapsed:6.0f} s  loss {loss.item():.4f}  "
-                f"error {10 * error.item():.1f} dB",
-                flush=True,
-            )
+            print(f"step {step:5d}  {elapsed:6.0f} s  loss {loss.item():.4f}", flush=True)
 
     model.cpu()
-    order_latent(model, train)
+    if isinstance(model, TinyRave):
+        order_latent(model, train)
     after = evaluate(model, held)
     print(
         f"trained ({step} steps, {time.monotonic() - start:.0f} s): held-out error "
-        f"{after[0]:.1f} dB, spectral distance {after[1]:.3f} (untrained {before[0]:.1f} dB, "
-        f"{before[1]:.3f})"
+        f"{after[0]:.3f}{unit}, spectral distance {after[1]:.3f} (untrained "
+        f"{before[0]:.3f}{unit}, {before[1]:.3f})"
     )
     metadata = {
         "config": json.dumps(model.config),
         "steps": str(step),
-        "heldout_error_db": f"{after[0]:.1f}",
+        ("heldout_loss" if isinstance(model, TinyDDSP) else "heldout_error_db"): f"{after[0]:.3f}",
         "trained_on": ", ".join([p.name for p in paths] + list(made)),
         "torch": torch.__version__,
         "platform": platform.platform(),
         "device": args.device,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.contiguous() for k, v in model.state_dict().items()}
-    save_file(state, str(args.out), metadata=metadata)
-    print(f"wrote {args.out}")
+    save_file(state, str(out), metadata=metadata)
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from ..errors import TorchbendError, WeightsError, did_you_mean
+from .tiny_ddsp import TinyDDSP
 from .tiny_rave import TinyRave
 
 __all__ = [
@@ -31,7 +32,7 @@ __all__ = [
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
-MODELS: dict[str, type[nn.Module]] = {"tiny_rave": TinyRave}
+MODELS: dict[str, type[nn.Module]] = {"tiny_rave": TinyRave, "tiny_ddsp": TinyDDSP}
 """The shipped models by name; ``assets/<name>.safetensors`` holds each one's weights."""
 
 MAX_HEADER_BYTES = 100_000_000

@@ -1,0 +1,186 @@
+"""Frame analysis of a waveform: pitch, loudness, brightness, noisiness and a spectral shape,
+one frame every hop, causal, streamable block by block."""
+
+# No ``from __future__ import annotations``: TorchScript reads the class annotations of the
+# buffers (see cached_conv.py).
+
+import math
+
+import torch
+from torch import nn
+
+from ..errors import ModelError
+
+__all__ = ["FrameAnalysis", "band_centres"]
+
+SILENT_PITCH = -1.0
+"""The pitch given to silent frames, in octaves re 440 Hz (220 Hz): a resting value, so that a
+note that starts after silence glides from nearby, not from the top of the range."""
+
+
+def band_centres(count: int, low: float, high: float) -> torch.Tensor:
+    """``count`` frequencies spaced evenly in log frequency from ``low`` to ``high`` Hz."""
+    return torch.logspace(math.log10(low), math.log10(high), count, dtype=torch.float64)
+
+
+class FrameAnalysis(nn.Module):
+    """What a frame of audio sounds like, as numbers: one column every ``hop`` samples.
+
+    Frame ``i`` ends at sample ``(i + 1) * hop`` and reads the ``window`` samples before it
+    (causal: nothing later). Its channels:
+
+    - ``pitch``: the fundamental in octaves re 440 Hz (``log2(f0 / 440)``), by YIN (de
+      Cheveigné and Kawahara, 2002) on the window decimated by four: the cumulative mean
+      normalised difference, its first dip below 0.15 (else its lowest point) between the
+      ``lowest`` and ``highest`` frequencies, refined by a parabola. Silent frames read
+      :data:`SILENT_PITCH`.
+    - ``loudness``: ``log10`` of the RMS of the frame's last 512 samples (-1 is
+      -20 dB re full scale; digital silence reads -6).
+    - ``brightness``: the spectral centroid of the last 512 samples (Hann window), in octaves
+      re 1 kHz (``log2(centroid / 1000)``).
+    - ``noisiness``: the normalised difference at the chosen period, from 0 (periodic) to 1
+      (noise); silent frames read 1.
+    - ``bands`` more: the spectral shape, ``log10`` of the power in log-spaced bands over the
+      frame's total (halved and offset by 1, so that it sits around 0), blind to the level.
+
+    Offline, the input is padded on the left with zeros; in streaming mode with the end of
+    the previous block, so consecutive blocks give one offline call's frames. A leaf of
+    bended graphs (its output is one activation): a DSP stage, not a learned one.
+
+    Args:
+        hop (int): samples per frame.
+        window (int): samples each frame reads (even; the pitch search needs ``window / 2``
+            samples of one period and two at the lowest frequency).
+        sample_rate (int): in Hz.
+        bands (int): spectral-shape bands, from 60 Hz to 16 kHz.
+        lowest (float): lowest pitch searched, in Hz.
+        highest (float): highest pitch searched, in Hz.
+
+    Shape:
+        - Input: ``[batch, 1, time]``, ``time`` a multiple of ``hop``
+        - Output: ``[batch, 4 + bands, time // hop]``
+
+    >>> analysis = FrameAnalysis()
+    >>> t = torch.arange(4096) / 44100
+    >>> frames = analysis(torch.sin(2 * torch.pi * 220 * t)[None, None])
+    >>> frames.shape, round(float(440 * 2 ** frames[0, 0, -1]), 1)
+    (torch.Size([1, 20, 16]), 220.0)
+    """
+
+    cache: torch.Tensor
+    torchbend_leaf = True
+
+    def __init__(
+        self,
+        hop: int = 256,
+        window: int = 2048,
+        sample_rate: int = 44100,
+        bands: int = 16,
+        lowest: float = 45.0,
+        highest: float = 2000.0,
+    ) -> None:
+        super().__init__()
+        if hop < 1 or window < max(hop, 1024) or window % 2:
+            raise ModelError(
+                f"window must be even and at least max(hop, 1024) samples, and hop positive; "
+                f"got hop={hop}, window={window}"
+            )
+        rate = sample_rate / 4  # the pitch search runs on the window decimated by four
+        half = window // 8  # the integration length of the difference function
+        self.longest = min(int(rate / lowest), half - 2)
+        self.shortest = max(int(rate / highest), 2)
+        if self.shortest >= self.longest:
+            raise ModelError(
+                f"lowest ({lowest} Hz) must be below highest ({highest} Hz) and within what a "
+                f"window of {window} samples holds"
+            )
+        self.hop = hop
+        self.window = window
+        self.sample_rate = sample_rate
+        self.half = half
+        self.streaming = False
+        self.register_buffer("cache", torch.zeros(1, 1, window - hop), persistent=False)
+        self.register_buffer("lags", torch.arange(half, dtype=torch.float32), persistent=False)
+        self.span = self.longest - self.shortest
+        self.register_buffer("offsets", torch.arange(self.span), persistent=False)
+        self.register_buffer("around", torch.tensor([-1, 0, 1]) + self.shortest, persistent=False)
+        self.pitch_scale = rate / 440.0
+        # The spectrum of the last 512 samples (Hann window) as one product with the real and
+        # imaginary parts of the DFT side by side: at one frame a call, a matrix product costs
+        # a few microseconds where torch.fft's set-up costs tens.
+        size = 512
+        freqs = torch.fft.rfftfreq(size, 1 / sample_rate, dtype=torch.float64)
+        n = torch.arange(size, dtype=torch.float64)
+        angle = 2 * math.pi * n[:, None] * torch.arange(freqs.numel(), dtype=torch.float64) / size
+        hann = torch.hann_window(size, dtype=torch.float64)[:, None]
+        dft = torch.cat([angle.cos() * hann, angle.sin() * hann], 1)
+        self.register_buffer("dft", dft.float(), persistent=False)
+        self.register_buffer("freqs", freqs.float(), persistent=False)
+        # Triangular bands in log frequency, each reaching its neighbours' centres, and at
+        # least one bin wide (the lowest ones are narrower than a bin of 86 Hz).
+        centres = band_centres(bands, 60.0, 16000.0).log2()
+        step = float(centres[1] - centres[0])
+        distance = (freqs.clamp_min(1.0).log2()[:, None] - centres[None]).abs() / step
+        weights = (1 - distance).clamp_min(0)
+        nearest = (freqs[:, None] - 2 ** centres[None]).abs().argmin(0)
+        weights[nearest, torch.arange(bands)] = weights[nearest, torch.arange(bands)].clamp_min(1)
+        self.register_buffer("band_weights", weights.float(), persistent=False)
+        self.bins = freqs.numel()
+        self.channels = 4 + bands
+
+    def reset_cache(self) -> None:
+        """Forget the past: the next streamed block starts from silence."""
+        self.cache.zero_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pad = self.window - self.hop
+        if self.streaming:
+            if self.cache.shape[0] != x.shape[0]:
+                self.cache = x.new_zeros(x.shape[0], 1, pad)
+            x = torch.cat([self.cache, x], -1)
+            self.cache.copy_(x[..., x.shape[-1] - pad :])
+        else:
+            x = nn.functional.pad(x, (pad, 0))
+        frames = x[:, 0].unfold(-1, self.window, self.hop)  # [batch, frames, window]
+        pitch, noisiness = self._pitch(frames)
+        tail = frames[..., self.window - 512 :]
+        loudness = tail.pow(2).mean(-1).add(1e-12).log10() * 0.5
+        parts = (tail @ self.dft).pow(2)
+        power = parts[..., : self.bins] + parts[..., self.bins :]
+        magnitude = power.add(1e-20).sqrt()
+        centroid = (magnitude @ self.freqs + 1e-6) / (magnitude.sum(-1) + 1e-9)
+        brightness = (centroid * 1e-3).log2()
+        bands = power @ self.band_weights + 1e-12
+        shape = (bands / bands.sum(-1, keepdim=True)).log10() * 0.5 + 1.0
+        named = torch.stack([pitch, loudness, brightness, noisiness], -1)
+        return torch.cat([named, shape], -1).transpose(1, 2)
+
+    def _pitch(self, frames: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """YIN on ``frames`` decimated by four: pitch (octaves re 440 Hz), noisiness."""
+        half = self.half
+        batch, count = frames.shape[0], frames.shape[1]
+        low = frames.reshape(batch, count, 2 * half, 4).mean(-1)  # decimated by four
+        correlation = (low.unfold(-1, half, 1)[:, :, :half] @ low[:, :, :half, None])[..., 0]
+        energy = low.pow(2).cumsum(-1)  # sum of x[j + lag]^2 over the half window, each lag:
+        shifted = energy[..., half - 1 : 2 * half - 1] - self._before(energy[..., : half - 1])
+        difference = shifted[..., :1] + shifted - 2 * correlation
+        normalised = difference * self.lags / (difference.cumsum(-1) + 1e-9)
+        # YIN's rule: the first dip below 0.15, not the lowest point (which can fall on a
+        # multiple of the period); none below it, the lowest point.
+        middle = normalised[..., self.shortest : self.longest]
+        below = middle < 0.15
+        first = torch.where(below.any(-1), below.to(torch.int8).argmax(-1), self.span)
+        reach = (first + first // 2 + 2)[..., None]
+        lag = torch.where(self.offsets <= reach, middle, middle + 10.0).argmin(-1)
+        near = normalised.gather(-1, lag[..., None] + self.around)  # lag - 1, lag, lag + 1
+        before, at, after = near.unbind(-1)
+        shift = 0.5 * (before - after) / ((before - 2 * at + after).abs() + 1e-3)
+        period = (lag + self.shortest).to(frames.dtype) + shift.clamp(-0.5, 0.5)
+        pitch = torch.log2(self.pitch_scale / period)
+        silent = shifted[..., 0] < 1e-10
+        pitch = torch.where(silent, -1.0, pitch)  # SILENT_PITCH
+        noisiness = torch.where(silent, 1.0, at.clamp(0.0, 1.0))
+        return pitch, noisiness
+
+    def _before(self, energy: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.pad(energy, (1, 0))
