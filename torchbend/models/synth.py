@@ -140,9 +140,7 @@ class HarmonicNoiseSynth(nn.Module):
         if torch.jit.is_scripting() or not eager():
             y, now, phases = synthesize(controls, shapes, last, phase, noise, constants)
         else:
-            y, now, phases = _scripted_synthesize(
-                controls, shapes, last, phase, noise, constants
-            )
+            y, now, phases = _scripted_synthesize(controls, shapes, last, phase, noise, constants)
         if self.streaming:
             self.last.copy_(now[..., -1:])
             self.phase.copy_(phases[:, -1:])
