@@ -1,0 +1,87 @@
+"""Arithmetic of sizes with constant scalar tensors, turned into integer arithmetic in a
+TorchScript graph, so that torch's converter sees a decision on sizes, not on a tensor.
+
+RAVE's exported ``decode`` trims its output with ``if y.shape[-1] > z.shape[-1] *
+self.decode_params[1]: y = y[..., : z.shape[-1] * self.decode_params[1]]``: ``decode_params``
+is a tensor (nn~'s contract keeps a method's ratios in a buffer), so TorchScript computes the
+bound as a tensor and branches on a tensor, which the converter can only turn into a
+``torch.cond`` that refuses the sizes the branch reads. Once the buffer is a constant, the
+bound is a number: this pass rewrites such operations (``mul``, ``add``, comparisons...) on
+ints and 0-dim integer constant tensors into the same operations on ints, and the
+``aten::Bool`` or ``aten::Int`` that read them into the numbers themselves. The decision then
+reads sizes only; torch.export guards on it as on any size it traces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+__all__ = ["numbers_from_scalar_tensors"]
+
+_ARITHMETIC = frozenset({"aten::mul", "aten::add", "aten::sub", "aten::floordiv"})
+_COMPARISONS = frozenset({"aten::lt", "aten::gt", "aten::le", "aten::ge", "aten::eq", "aten::ne"})
+_READS = {
+    "aten::Bool": torch.BoolType,
+    "aten::Int": torch.IntType,
+    "aten::IntImplicit": torch.IntType,
+}
+
+
+def _nodes(block: Any) -> Iterator[Any]:
+    """The nodes of ``block``, a node's inner blocks before the node, in program order."""
+    for node in block.nodes():
+        for inner in node.blocks():
+            yield from _nodes(inner)
+        yield node
+
+
+def _constant_int(value: Any) -> int | None:
+    """The integer a 0-dim integer constant tensor holds, else ``None``."""
+    node = value.node()
+    if node.kind() != "prim::Constant" or not isinstance(value.type(), torch.TensorType):
+        return None
+    tensor = value.toIValue()
+    if not isinstance(tensor, torch.Tensor) or tensor.dim() or tensor.is_floating_point():
+        return None
+    if tensor.dtype in (torch.bool, torch.complex64, torch.complex128):
+        return None
+    return int(tensor)
+
+
+def numbers_from_scalar_tensors(graph: Any) -> int:
+    """Rewrite, in place, the integer arithmetic and comparisons between ints and 0-dim
+    integer constant tensors of ``graph`` into operations on ints, and replace the
+    ``aten::Bool`` / ``aten::Int`` / ``aten::IntImplicit`` reading their results by the
+    numbers. Returns how many reads were replaced; run dead code elimination after it."""
+    numbers: dict[Any, Any] = {}  # a tensor value of the graph -> the int or bool it equals
+    replaced = 0
+    for node in list(_nodes(graph)):
+        kind = node.kind()
+        inputs = list(node.inputs())
+        if kind in _READS and len(inputs) == 1 and inputs[0] in numbers:
+            number = numbers[inputs[0]]
+            if isinstance(number.type(), _READS[kind]):
+                node.output().replaceAllUsesWith(number)
+                replaced += 1
+            continue
+        if kind not in _ARITHMETIC | _COMPARISONS or node.outputsSize() != 1 or len(inputs) != 2:
+            continue
+        if not isinstance(node.output().type(), torch.TensorType):
+            continue
+        operands = []
+        with graph.insert_point_guard(node):
+            for value in inputs:
+                if isinstance(value.type(), torch.IntType):
+                    operands.append(value)
+                elif value in numbers and isinstance(numbers[value].type(), torch.IntType):
+                    operands.append(numbers[value])
+                elif (constant := _constant_int(value)) is not None:
+                    operands.append(graph.insertConstant(constant))
+                else:
+                    break
+            else:
+                numbers[node.output()] = graph.insert(kind, operands)
+    return replaced
