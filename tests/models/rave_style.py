@@ -10,7 +10,7 @@ channels with noise, rotates back and synthesizes; ``decode(z, from_forward=Fals
 ``stereo_mode`` flag with its setter; the methods registered for nn~ with their ratios
 (``encode_params`` = ``[1, 1, latent_size, ratio]``...). The bottleneck is real: 4 channels at
 one frame per 2048 samples (a ratio of 2048, as RAVE v2's), against 44100 samples a second.
-Its weights are random (seeded): it is a stand-in for a trained file, built in a second, with
+Its weights are random (seeded, zero biases): it is a stand-in for a trained file, built in a second, with
 nothing downloaded. ``cached_conv`` and ``nn_tilde`` are test-only dependencies
 (``scripts/test-nodeps.txt``).
 """
@@ -36,6 +36,9 @@ SAMPLE_RATE = 44100
 STRIDES = (8, 4, 4)
 BANDS = 16
 WIDTH = 16
+GAIN = 0.9
+"""Gain of each layer's initial weights (over a unit-variance draw): the shipped sounds come
+out loud, and below the level where the safety stage's limiter starts."""
 
 
 def _conv(cin: int, cout: int, kernel: int, stride: int = 1) -> nn.Module:
@@ -77,6 +80,12 @@ class RaveStyle(nn_tilde.Module):
         self.register_buffer("latent_pca", rotation)
         self.register_buffer("latent_mean", 0.1 * torch.randn(FULL_LATENT_SIZE))
         self.register_buffer("fidelity", torch.linspace(0.5, 1.0, FULL_LATENT_SIZE))
+        for module in self.modules():  # weights that keep a signal's level from layer to layer
+            if isinstance(module, (nn.Conv1d, nn.ConvTranspose1d)):
+                cin = module.weight.shape[1 if isinstance(module, nn.Conv1d) else 0]
+                taps = module.kernel_size[0] // (module.stride[0] if module.transposed else 1)
+                nn.init.normal_(module.weight, std=GAIN / (cin * taps) ** 0.5)
+                nn.init.zeros_(module.bias)
         labels = [f"(signal) latent {i + 1}" for i in range(LATENT_SIZE)]
         self.register_method("encode", 1, 1, LATENT_SIZE, RATIO, output_labels=labels)
         self.register_method("decode", LATENT_SIZE, RATIO, 1, 1, input_labels=labels)
