@@ -143,3 +143,11 @@ def test_export_writes_an_nntilde_file_that_bends_as_the_module_does(ran: Ran) -
         torch.manual_seed(1)
         got = torch.cat([exported(b) for b in blocks], -1)
     assert torch.allclose(got, expected, atol=1e-5)
+
+
+def test_a_file_exports_for_nntilde_and_says_so_for_other_formats(ran: Ran, capsys) -> None:
+    args = ["export", str(ran.folder / "my_rave.ts"), "--format", "pt2", "-o", "x.pt2"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "--format pt2 takes a Python model" in err and "--format nntilde" in err

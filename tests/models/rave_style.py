@@ -10,8 +10,8 @@ channels with noise, rotates back and synthesizes; ``decode(z, from_forward=Fals
 ``stereo_mode`` flag with its setter; the methods registered for nn~ with their ratios
 (``encode_params`` = ``[1, 1, latent_size, ratio]``...). The bottleneck is real: 4 channels at
 one frame per 2048 samples (a ratio of 2048, as RAVE v2's), against 44100 samples a second.
-Its weights are random (seeded, zero biases): it is a stand-in for a trained file, built in a second, with
-nothing downloaded. ``cached_conv`` and ``nn_tilde`` are test-only dependencies
+Its weights are random (seeded, zero biases): it is a stand-in for a trained file, built in a
+second, with nothing downloaded. ``cached_conv`` and ``nn_tilde`` are test-only dependencies
 (``scripts/test-nodeps.txt``).
 """
 
@@ -121,7 +121,7 @@ class RaveStyle(nn_tilde.Module):
         return self.decode(self.encode(x), from_forward=True)
 
 
-def write_rave_style(path: str | Path, seed: int = 0) -> Path:
+def write_rave_style(path: str | Path, seed: int = 0, sample_rate: int = SAMPLE_RATE) -> Path:
     """Build the file at ``path`` as RAVE's export does (streaming convolutions on, gradients
     off, methods checked at registration, scripted, saved) and return ``path``."""
     path = Path(path)
@@ -129,7 +129,7 @@ def write_rave_style(path: str | Path, seed: int = 0) -> Path:
     try:
         torch.manual_seed(seed)
         with torch.no_grad():
-            RaveStyle().eval().export_to_ts(str(path))
+            RaveStyle(sample_rate).eval().export_to_ts(str(path))
     finally:
         cc.use_cached_conv(False)
     return path

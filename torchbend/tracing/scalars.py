@@ -51,6 +51,10 @@ def _constant_int(value: Any) -> int | None:
     return int(tensor)
 
 
+def _is_one(value: Any) -> bool:
+    return value.node().kind() == "prim::Constant" and value.toIValue() == 1
+
+
 def numbers_from_scalar_tensors(graph: Any) -> int:
     """Rewrite, in place, the integer arithmetic and comparisons between ints and 0-dim
     integer constant tensors of ``graph`` into operations on ints, and replace the
@@ -67,6 +71,8 @@ def numbers_from_scalar_tensors(graph: Any) -> int:
                 node.output().replaceAllUsesWith(number)
                 replaced += 1
             continue
+        if kind in ("aten::add", "aten::sub") and len(inputs) == 3 and _is_one(inputs[2]):
+            inputs = inputs[:2]  # ``x + n`` on a tensor is ``add(x, n, alpha=1)``
         if kind not in _ARITHMETIC | _COMPARISONS or node.outputsSize() != 1 or len(inputs) != 2:
             continue
         if not isinstance(node.output().type(), torch.TensorType):
