@@ -176,17 +176,14 @@ def _contract_constants(root: torch.jit.ScriptModule, graph: Any) -> None:
             continue
         method = path[1].removesuffix("_params")
         value = getattr(root, path[1], None)
-        if not _is_method_params(value) or not hasattr(root, method):
+        if not isinstance(value, torch.Tensor) or not _is_method_params(value):
             continue
-        with graph.insert_point_guard(node):
-            node.output().replaceAllUsesWith(graph.insertConstant(value.clone()))
-        node.destroy()
+        if hasattr(root, method):
+            with graph.insert_point_guard(node):
+                node.output().replaceAllUsesWith(graph.insertConstant(value.clone()))
+            node.destroy()
 
 
-def _is_method_params(value: Any) -> bool:
-    return (
-        isinstance(value, torch.Tensor)
-        and value.shape == (4,)
-        and not value.is_floating_point()
-        and value.dtype != torch.bool
-    )
+def _is_method_params(value: torch.Tensor) -> bool:
+    """Whether ``value`` is shaped as nn~'s params of a method: four integers."""
+    return value.shape == (4,) and not value.is_floating_point() and value.dtype != torch.bool
