@@ -36,7 +36,7 @@ SAMPLE_RATE = 44100
 STRIDES = (8, 4, 4)
 BANDS = 16
 WIDTH = 16
-GAIN = 0.9
+GAIN = 0.85
 """Gain of each layer's initial weights (over a unit-variance draw): the shipped sounds come
 out loud, and below the level where the safety stage's limiter starts."""
 
@@ -52,6 +52,23 @@ def _up(cin: int, cout: int, stride: int) -> nn.Module:
     return cc.ConvTranspose1d(cin, cout, 2 * stride, stride, padding=stride // 2)
 
 
+class Bands(nn.Module):
+    """Stands for RAVE's PQMF: a streaming split of the signal into ``BANDS`` bands at
+    ``1 / BANDS`` of its rate (``forward``), and its inverse."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.analysis = _conv(1, BANDS, BANDS, BANDS)
+        self.synthesis = _up(BANDS, 1, BANDS)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.analysis(x)
+
+    @torch.jit.export
+    def inverse(self, x: torch.Tensor) -> torch.Tensor:
+        return self.synthesis(x)
+
+
 class RaveStyle(nn_tilde.Module):
     """A RAVE-style autoencoder exported for nn~: ``encode`` (audio to 4 latent channels at
     one frame per 2048 samples), ``decode`` and ``forward``, streaming."""
@@ -63,7 +80,8 @@ class RaveStyle(nn_tilde.Module):
         self.stereo_mode = False
         self.full_latent_size = FULL_LATENT_SIZE
         self.latent_size = LATENT_SIZE
-        layers: list[nn.Module] = [_conv(1, BANDS, BANDS, BANDS), nn.LeakyReLU(0.2)]  # the bands
+        self.pqmf = Bands()
+        layers: list[nn.Module] = []
         width = BANDS
         for stride in STRIDES:
             layers += [_conv(width, WIDTH, 2 * stride, stride), nn.LeakyReLU(0.2)]
@@ -73,8 +91,7 @@ class RaveStyle(nn_tilde.Module):
         blocks: list[nn.Module] = [_conv(FULL_LATENT_SIZE, WIDTH, 3)]
         for stride in reversed(STRIDES):
             blocks += [nn.LeakyReLU(0.2), _up(WIDTH, WIDTH, stride)]
-        blocks += [nn.LeakyReLU(0.2), _up(WIDTH, WIDTH, BANDS), nn.LeakyReLU(0.2)]
-        blocks.append(_conv(WIDTH, 1, 7))
+        blocks += [nn.LeakyReLU(0.2), _conv(WIDTH, BANDS, 7)]
         self.decoder = cc.CachedSequential(*blocks)
         rotation, _ = torch.linalg.qr(torch.randn(FULL_LATENT_SIZE, FULL_LATENT_SIZE))
         self.register_buffer("latent_pca", rotation)
@@ -99,6 +116,9 @@ class RaveStyle(nn_tilde.Module):
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         if self.stereo_mode and self.n_channels == 1:
             x = x[:, 0].unsqueeze(0)
+        batch_size = x.shape[:-2]  # each channel split into bands, as RAVE's "pqmf" input
+        x = self.pqmf(x.reshape(-1, 1, x.shape[-1]))
+        x = x.reshape(batch_size + (-1, x.shape[-1]))  # noqa: RUF005 (RAVE's own form)
         mean, scale = self.encoder(x).chunk(2, 1)
         std = nn.functional.softplus(scale) + 1e-4
         z = torch.randn_like(mean) * std + mean  # sampled, as RAVE's encoder does
@@ -112,7 +132,10 @@ class RaveStyle(nn_tilde.Module):
         z = torch.cat([z, noise], 1)
         z = nn.functional.conv1d(z, self.latent_pca.T.unsqueeze(-1))
         z = z + self.latent_mean.unsqueeze(-1)
-        y = torch.tanh(self.decoder(z))
+        y = self.decoder(z)
+        batch_size = z.shape[:-2]
+        y = self.pqmf.inverse(y.reshape(y.shape[0] * self.n_channels, -1, y.shape[-1]))
+        y = torch.tanh(y.reshape(batch_size + (self.n_channels, -1)))  # noqa: RUF005 (RAVE's)
         if y.shape[-1] > z.shape[-1] * self.decode_params[1]:
             y = y[..., : z.shape[-1] * self.decode_params[1]]
         return y

@@ -14,8 +14,10 @@ converter sees them:
 - constants are propagated, which removes the branches they decided;
 - nn~'s ``<method>_params`` buffers (the method's channels and ratios, which nn~ reads once
   when it loads the file) become constants, and the size arithmetic done with them becomes
-  integer arithmetic (:mod:`torchbend.tracing.scalars`): RAVE's ``decode`` trims its output
-  by ``z.shape[-1] * self.decode_params[1]``.
+  integer arithmetic (:mod:`torchbend.tracing.sizes`): RAVE's ``decode`` trims its output
+  by ``z.shape[-1] * self.decode_params[1]``;
+- slices of sizes (``batch_size = x.shape[:-2]``, in RAVE's methods) become the sizes of
+  views, which the converter takes.
 
 The plain attributes folded in are returned by path: a graph holds only while they keep the
 values it was converted with (a file's setters change them), and callers guard on them.
@@ -35,7 +37,7 @@ from torch import nn
 
 from .compat import freeze_keeping_tensors, inline, simplify
 from .objects import attribute_at
-from .scalars import numbers_from_scalar_tensors
+from .sizes import numbers_from_scalar_tensors, size_slices_as_views
 
 __all__ = ["Convertible", "attribute_reader", "attribute_value"]
 
@@ -159,7 +161,7 @@ def _settled(holder: torch.jit.ScriptModule) -> torch.jit.ScriptModule:
                 node.output().setType(kind.getElementType())
     _contract_constants(holder.root, graph)
     simplify(graph)
-    if numbers_from_scalar_tensors(graph):
+    if numbers_from_scalar_tensors(graph) + size_slices_as_views(graph):
         simplify(graph)
     return frozen
 

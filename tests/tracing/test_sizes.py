@@ -1,5 +1,5 @@
-"""Size arithmetic with nn~'s ``_params`` buffers, as RAVE's exported ``decode`` does it,
-settled into integer arithmetic before torch's converter sees it."""
+"""Size arithmetic of RAVE's exported methods put in the forms torch's converter takes: a
+trim by nn~'s ``_params`` buffers made integer arithmetic, slices of sizes made views."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import torch
 from torch import nn
 
 import torchbend as tb
-from torchbend.tracing.scalars import numbers_from_scalar_tensors
 from torchbend.tracing.script import Convertible
+from torchbend.tracing.sizes import numbers_from_scalar_tensors, size_slices_as_views
 
 
 class Trimmed(nn.Module):
@@ -97,3 +97,46 @@ def test_buffers_that_are_not_an_nntilde_contract_stay_buffers(params: torch.Ten
     holder = Convertible(torch.jit.script(module), "decode").holder
     reads = {n.s("name") for n in holder.graph.findAllNodes("prim::GetAttr")}
     assert "decode_params" in reads
+
+
+class Leading(nn.Module):
+    """Keeps its input's leading sizes to reshape by them, as RAVE's methods do."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch_size = x.shape[:-2]
+        y = x.reshape(-1, 1, x.shape[-1]) * 2
+        return y.reshape(batch_size + [-1, x.shape[-1]])  # noqa: RUF005 (RAVE's form)
+
+
+def test_a_slice_of_sizes_becomes_the_sizes_of_a_view() -> None:
+    scripted = torch.jit.script(Leading())
+    holder = Convertible(scripted, "forward").holder
+    slices = [n for n in holder.graph.findAllNodes("aten::slice")]
+    assert not [n for n in slices if isinstance(n.output().type(), torch.ListType)]
+    for shape in [(2, 3, 16), (2, 5, 3, 16)]:
+        x = torch.randn(*shape)
+        assert torch.equal(holder(x), scripted(x))
+    bended = tb.BendedModule(scripted)
+    bended.trace(x=torch.randn(2, 3, 16))
+    assert bended.traced_by("forward") == "torchscript"
+    x = torch.randn(3, 2, 40)
+    assert torch.equal(bended(x), scripted(x))
+
+
+def test_slices_it_cannot_rewrite_are_left_as_they_are() -> None:
+    def middle(x: torch.Tensor) -> list[int]:
+        return x.shape[1:2]  # needs the rank: not rewritten
+
+    graph = _graph(middle)
+    assert size_slices_as_views(graph) == 0
+
+
+def test_leading_sizes_are_dropped_by_indexing_too() -> None:
+    def tail(x: torch.Tensor) -> list[int]:
+        return x.shape[1:]
+
+    graph = _graph(tail)
+    assert size_slices_as_views(graph) == 1
+    torch._C._jit_pass_dce(graph)
+    run = torch._C._create_function_from_graph("tail", graph)
+    assert run(torch.zeros(2, 3, 4)) == [3, 4]
