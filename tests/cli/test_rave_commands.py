@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 import shutil
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,8 +49,12 @@ class Ran:
     folder: Path
     namespace: dict[str, Any]
     """What the Python block defined."""
-    outputs: dict[str, str]
-    """What each command printed (stdout), by command name."""
+    outputs: list[tuple[list[str], str, list[str]]]
+    """Each command's arguments, what it printed (stdout) and the warnings it gave."""
+
+    def printed(self, command: str, index: int = 0) -> str:
+        """What the ``index``-th run of ``command`` printed on stdout."""
+        return [out for args, out, _ in self.outputs if args[0] == command][index]
 
 
 @pytest.fixture(scope="module")
@@ -66,15 +71,17 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
         namespace: dict[str, Any] = {"__name__": "__main__"}
         with contextlib.redirect_stdout(io.StringIO()):
             exec(compile(code["python"], str(PAGE), "exec"), namespace)
-        outputs = {}
+        outputs = []
         for line in code["bash"].splitlines():
             assert line.startswith("torchbend "), f"not a torchbend command: {line!r}"
             args = shlex.split(line)[1:]
             out, err = io.StringIO(), io.StringIO()
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code_ = main(args)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    code_ = main(args)
             assert code_ == 0, f"{line}\n{err.getvalue()}"
-            outputs[args[0]] = out.getvalue()
+            outputs.append((args, out.getvalue(), [str(w.message) for w in caught]))
     finally:
         os.chdir(here)
     return Ran(folder, namespace, outputs)
@@ -82,8 +89,22 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
 
 def test_the_section_shows_each_command_on_the_file() -> None:
     lines = [shlex.split(line) for line in section()["bash"].splitlines()]
-    assert [args[1] for args in lines] == ["inspect", "bend", "export", "check"]
+    assert [args[1] for args in lines] == ["check", "inspect", "bend", "export", "check"]
     assert all("my_rave.ts" in args or "my_rave_bent.ts" in args for args in lines)
+
+
+def test_check_shows_what_nntilde_sees_in_the_file(ran: Ran) -> None:
+    out = ran.printed("check")
+    assert "my_rave.ts: nn~ file, sample rate 44100" in out
+    for method in ("encode", "decode", "forward"):  # on buffers of whole latent frames
+        assert re.search(rf"{method}: .*buffers {RATIO}\.\.8192, batches 1, 4: ok", out)
+    assert "attributes: learn_target, reset_target, learn_source, reset_source" in out
+
+
+def test_export_warns_that_the_files_attributes_are_left_out(ran: Ran) -> None:
+    [caught] = [caught for args, _, caught in ran.outputs if args[0] == "export"]
+    [warning] = [w for w in caught if "nn~ attributes" in w]
+    assert "['learn_target', 'reset_target', 'learn_source', 'reset_source']" in warning
 
 
 def test_the_python_block_reads_the_files_contract(ran: Ran) -> None:
@@ -112,7 +133,7 @@ def test_the_command_renders_what_the_python_block_renders(ran: Ran) -> None:
 
 
 def test_inspect_prints_the_tables_of_the_file_traced_on_the_sound(ran: Ran) -> None:
-    out = ran.outputs["inspect"]
+    out = ran.printed("inspect")
     bended = ran.namespace["bended"]
     assert bended.print_weights() in out
     names = set(bended.activation_names())
@@ -125,7 +146,7 @@ def test_inspect_prints_the_tables_of_the_file_traced_on_the_sound(ran: Ran) -> 
 def test_export_writes_an_nntilde_file_that_bends_as_the_module_does(ran: Ran) -> None:
     path = ran.folder / "my_rave_bent.ts"
     report = check_nntilde(path)
-    assert str(report).replace(str(path), path.name) in ran.outputs["check"]
+    assert str(report).replace(str(path), path.name) in ran.printed("check", 1)
     assert report.sample_rate == 44100
     [forward] = report.methods
     assert (forward.name, forward.in_channels, forward.out_channels) == ("forward", 1, 1)

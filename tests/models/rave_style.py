@@ -7,7 +7,9 @@ call), a variational encoder whose latent is sampled (``randn_like``), centred b
 ``latent_mean`` buffer and rotated by a ``latent_pca`` buffer, then cropped to
 ``latent_size`` of its ``full_latent_size`` channels; a decoder that fills the cropped
 channels with noise, rotates back and synthesizes; ``decode(z, from_forward=False)``; a
-``stereo_mode`` flag with its setter; the methods registered for nn~ with their ratios
+signal split into bands and reshaped by its leading sizes (``x.shape[:-2]``), as RAVE's PQMF
+input is; a ``stereo_mode`` flag with its setter; the four nn~ attributes RAVE registers
+(``learn_target``...); the methods registered for nn~ with their ratios
 (``encode_params`` = ``[1, 1, latent_size, ratio]``...). The bottleneck is real: 4 channels at
 one frame per 2048 samples (a ratio of 2048, as RAVE v2's), against 44100 samples a second.
 Its weights are random (seeded, zero biases): it is a stand-in for a trained file, built in a
@@ -103,6 +105,8 @@ class RaveStyle(nn_tilde.Module):
                 taps = module.kernel_size[0] // (module.stride[0] if module.transposed else 1)
                 nn.init.normal_(module.weight, std=GAIN / (cin * taps) ** 0.5)
                 nn.init.zeros_(module.bias)
+        for name in ("learn_target", "reset_target", "learn_source", "reset_source"):
+            self.register_attribute(name, False)  # RAVE's style-transfer switches, for nn~
         labels = [f"(signal) latent {i + 1}" for i in range(LATENT_SIZE)]
         self.register_method("encode", 1, 1, LATENT_SIZE, RATIO, output_labels=labels)
         self.register_method("decode", LATENT_SIZE, RATIO, 1, 1, input_labels=labels)
