@@ -21,7 +21,7 @@ import torch
 
 import torchbend as tb
 from tests.models.rave_style import RATIO, write_rave_style
-from torchbend.cli import main, parse_bend
+from torchbend.cli import main
 from torchbend.export import check_nntilde
 
 pytestmark = [pytest.mark.audio, pytest.mark.slow]
@@ -29,7 +29,6 @@ pytestmark = [pytest.mark.audio, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "realtime.md"
 HEADING = "## Your own model: a RAVE export"
-BEND = "Mask(prob=0.5, dim=-2, seed=0)@decoder_0$"
 KNEE = 10 ** (-1.9 / 20)
 """Below this peak, neither safety stage's limiter touches a sample (docs/realtime.md)."""
 
@@ -151,19 +150,14 @@ def test_export_writes_an_nntilde_file_that_bends_as_the_module_does(ran: Ran) -
     [forward] = report.methods
     assert (forward.name, forward.in_channels, forward.out_channels) == ("forward", 1, 1)
     assert forward.buffer_sizes[0] == RATIO  # no smaller buffer than the latent's frame
-    # Streamed from fresh caches on one seed, the file computes what the bended file does.
-    bended = tb.BendedModule(torch.jit.load(str(ran.folder / "my_rave.ts")))
-    bended.trace(x=torch.zeros(1, 1, 8192))
-    bended.bend(*parse_bend(BEND))
-    sound, _ = tb.audio.load(ran.folder / "assets" / "sounds" / "voice.wav")
-    blocks = sound[None, :, : 8 * RATIO].split(2 * RATIO, -1)
-    exported = torch.jit.load(str(path))
+    # Streamed from fresh caches on the Python block's seed, the file renders its samples.
+    sound, rate = tb.audio.load(ran.folder / "assets" / "sounds" / "voice.wav")
+    stream = tb.audio.Stream(torch.jit.load(str(path)), 8192, sample_rate=rate, safety=True)
+    torch.manual_seed(0)
     with torch.no_grad():
-        torch.manual_seed(1)
-        expected = torch.cat([bended(b) for b in blocks], -1)
-        torch.manual_seed(1)
-        got = torch.cat([exported(b) for b in blocks], -1)
-    assert torch.allclose(got, expected, atol=1e-5)
+        got = stream.process(sound)
+    python, _ = tb.audio.load(ran.folder / "bent_python.wav")  # 16-bit samples
+    assert (got - python).abs().max() <= 1 / 32768
 
 
 def test_a_file_exports_for_nntilde_and_says_so_for_other_formats(ran: Ran, capsys) -> None:
@@ -172,3 +166,13 @@ def test_a_file_exports_for_nntilde_and_says_so_for_other_formats(ran: Ran, caps
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "--format pt2 takes a Python model" in err and "--format nntilde" in err
+
+
+def test_a_block_size_off_the_files_ratio_is_refused_with_the_sizes_that_fit(
+    ran: Ran, capsys
+) -> None:
+    folder = ran.folder
+    args = ["bend", str(folder / "my_rave.ts"), str(folder / "assets" / "sounds" / "voice.wav")]
+    assert main([*args, str(folder / "x.wav"), "--block-size", "3072"]) == 2
+    err = capsys.readouterr().err
+    assert f"not a multiple of the model's ratio {RATIO}" in err and "2048 and 4096" in err
