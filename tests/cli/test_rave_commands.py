@@ -152,7 +152,8 @@ def test_export_writes_an_nntilde_file_that_bends_as_the_module_does(ran: Ran) -
     assert forward.buffer_sizes[0] == RATIO  # no smaller buffer than the latent's frame
     # Streamed from fresh caches on the Python block's seed, the file renders its samples.
     sound, rate = tb.audio.load(ran.folder / "assets" / "sounds" / "voice.wav")
-    stream = tb.audio.Stream(torch.jit.load(str(path)), 8192, sample_rate=rate, safety=True)
+    file = torch.jit.load(str(path))
+    stream = tb.audio.Stream(file, block_size=8192, sample_rate=rate, safety=True)
     torch.manual_seed(0)
     with torch.no_grad():
         got = stream.process(sound)
