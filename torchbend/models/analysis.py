@@ -108,16 +108,10 @@ class FrameAnalysis(nn.Module):
         self.register_buffer(
             "bounds", torch.tensor([self.shortest, self.longest, rate / 440]), False
         )
-        # The power spectrum of the last 512 samples (Hann window) as one product with the
-        # real and imaginary parts of the DFT side by side: at one frame a call, a matrix
-        # product costs a few microseconds where torch.fft's set-up costs tens.
-        size = 512
+        size = 512  # the spectrum reads the last 512 samples, through a Hann window
         freqs = torch.fft.rfftfreq(size, 1 / sample_rate, dtype=torch.float64)
-        n = torch.arange(size, dtype=torch.float64)
-        angle = 2 * math.pi * n[:, None] * torch.arange(freqs.numel(), dtype=torch.float64) / size
         hann = torch.hann_window(size, periodic=False, dtype=torch.float64)
-        dft = torch.cat([angle.cos() * hann[:, None], angle.sin() * hann[:, None]], 1)
-        self.register_buffer("dft", dft.float(), persistent=False)
+        self.register_buffer("hann", hann.float(), persistent=False)
         # What the frame's power spectrum is summed into, in one product: the power in each
         # band (triangles in log frequency, each reaching its neighbours' centres, and at least
         # one bin wide: the lowest are narrower than a bin of 86 Hz), the power times
@@ -151,12 +145,12 @@ class FrameAnalysis(nn.Module):
         frames = x[:, 0].unfold(-1, self.window, self.hop)  # [batch, frames, window]
         search = [self.lags, self.offsets, self.around, self.rest, self.bounds]  # see yin()
         if torch.jit.is_scripting() or not eager():
-            return frame_features(frames, self.dft, self.sums, search)
-        return _scripted_frame_features(frames, self.dft, self.sums, search)
+            return frame_features(frames, self.hann, self.sums, search)
+        return _scripted_frame_features(frames, self.hann, self.sums, search)
 
 
 def frame_features(
-    frames: torch.Tensor, dft: torch.Tensor, sums: torch.Tensor, search: list[torch.Tensor]
+    frames: torch.Tensor, hann: torch.Tensor, sums: torch.Tensor, search: list[torch.Tensor]
 ) -> torch.Tensor:
     """:class:`FrameAnalysis`'s channels ``[batch, 4 + bands, frames]`` of ``frames``
     ``[batch, frames, window]``, given its constant tensors (``search``: see :func:`yin`)."""
@@ -167,9 +161,8 @@ def frame_features(
         pitches = [yin(frames[:, i : i + 32], search) for i in range(0, frames.shape[1], 32)]
         pitch = torch.cat([p[0] for p in pitches], 1)
         noisiness = torch.cat([p[1] for p in pitches], 1)
-    spectrum = (frames[..., window - 512 :] @ dft).pow(2)
-    half = spectrum.shape[-1] // 2
-    summed = (spectrum[..., :half] + spectrum[..., half:]) @ sums
+    spectrum = torch.fft.rfft(frames[..., window - 512 :] * hann)
+    summed = (spectrum.real.pow(2) + spectrum.imag.pow(2)) @ sums
     power = summed[..., -1:]
     loudness = frames[..., window - 1024 :].pow(2).mean(-1).add(1e-12).log10() * 0.5
     centroid = (summed[..., -2] + 1e-6) / (power[..., 0] + 1e-9)
@@ -213,6 +206,6 @@ def yin(frames: torch.Tensor, search: list[torch.Tensor]) -> tuple[torch.Tensor,
 
 @torch.jit.unused
 def _scripted_frame_features(
-    frames: torch.Tensor, dft: torch.Tensor, sums: torch.Tensor, search: list[torch.Tensor]
+    frames: torch.Tensor, hann: torch.Tensor, sums: torch.Tensor, search: list[torch.Tensor]
 ) -> torch.Tensor:
-    return scripted(frame_features)(frames, dft, sums, search)
+    return scripted(frame_features)(frames, hann, sums, search)

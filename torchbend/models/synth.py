@@ -105,6 +105,7 @@ class HarmonicNoiseSynth(nn.Module):
         self.register_buffer("tables", tables, persistent=False)  # [time, bands]
         orders = torch.arange(1, harmonics + 1, dtype=torch.float32)
         self.register_buffer("orders", orders[:, None], persistent=False)
+        self.register_buffer("offsets", math.pi * orders**2 / harmonics, persistent=False)
         self.register_buffer("harmonic_octaves", orders.log2()[:, None], persistent=False)
         octaves = (band_centres(bands, 60.0, 16000.0) / 1000.0).log2().float()
         self.register_buffer("band_octaves", octaves[:, None], persistent=False)
@@ -136,7 +137,14 @@ class HarmonicNoiseSynth(nn.Module):
             phase = torch.zeros(batch, 1, dtype=torch.float64, device=controls.device)
             position = torch.zeros((), dtype=torch.long, device=controls.device)
         noise = self.noise(position, frames * self.hop)
-        constants = [self.orders, self.harmonic_octaves, self.band_octaves, self.ramp, self.rate]
+        constants = [
+            self.orders,
+            self.offsets,
+            self.harmonic_octaves,
+            self.band_octaves,
+            self.ramp,
+            self.rate,
+        ]
         if torch.jit.is_scripting() or not eager():
             y, now, phases = synthesize(controls, shapes, last, phase, noise, constants)
         else:
@@ -169,10 +177,10 @@ def synthesize(
     and ``shapes``, the ``last`` frame played ``[batch, 1 + harmonics + bands, 1]``, the
     oscillators' ``phase`` ``[batch, 1]`` (float64) and the ``noise`` tables' next samples
     ``[frames * hop, bands]``; ``constants`` holds the harmonic orders ``[harmonics, 1]``,
-    their octaves, the bands' octaves re 1 kHz, the glide ramp ``[hop]`` and the sample
+    their phase offsets ``[harmonics]``, their octaves, the bands' octaves re 1 kHz, the glide ramp ``[hop]`` and the sample
     rate. Also returns the frames played and the phase of every sample, for a stream to
     carry on from."""
-    orders, harmonic_octaves, band_octaves, ramp, rate = constants
+    orders, offsets, harmonic_octaves, band_octaves, ramp, rate = constants
     batch, frames = controls.shape[0], controls.shape[-1]
     h, b = orders.shape[0], band_octaves.shape[0]
     pitch, loudness, brightness, noisiness = controls.unbind(1)  # each [batch, frames]
@@ -193,7 +201,9 @@ def synthesize(
     phases = (phase + step.cumsum(-1)).remainder(2 * math.pi)
     # One matrix product plays every oscillator and noise band at both ends of each frame's
     # glide: the sound is [sines | noise] @ [amplitudes at start | at end].
-    waves = torch.sin(phases.float()[..., None] * orders[:, 0])  # [batch, time, h]
+    # Schroeder's phases (pi k^2 / h for harmonic k) keep the crest factor of a bright tone
+    # low: harmonics that all start in sine phase pile up into peaks.
+    waves = torch.sin(phases.float()[..., None] * orders[:, 0] + offsets)  # [batch, time, h]
     basis = torch.cat([waves, noise.expand(batch, -1, -1)], -1)
     ends = torch.stack([start, now], -1)[:, 1:]  # [batch, h + b, frames, 2]
     # A harmonic sounds only while it stays below 20 kHz at both ends of its glide.
