@@ -1,0 +1,347 @@
+"""Perceptual descriptors of mono signals: spectral centroid, pitch, harmonic ratio, onsets."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .quality import loudness_lufs
+
+__all__ = [
+    "ACTIVE_FLOOR_DBFS",
+    "ACTIVE_RANGE_DB",
+    "DESCRIPTORS",
+    "HIGHEST_HZ",
+    "LOWEST_HZ",
+    "YIN_THRESHOLD",
+    "active_frames",
+    "centroid_track",
+    "character",
+    "describe",
+    "hnr_db",
+    "hnr_track",
+    "onset_rate",
+    "onset_times",
+    "pitch_hz",
+    "pitch_track",
+    "spectral_centroid",
+]
+
+DESCRIPTORS: tuple[str, ...] = ("centroid_hz", "pitch_hz", "hnr_db", "onset_rate", "loudness_lufs")
+"""The names :func:`describe` gives, in its order."""
+
+ACTIVE_RANGE_DB = 60.0
+"""A frame is silent when its RMS is more than this many dB below the loudest frame's."""
+
+ACTIVE_FLOOR_DBFS = -90.0
+"""A frame is silent when its RMS is below this level (dB re 1.0), whatever the loudest frame:
+below the 16-bit noise floor, so that a render that only holds rounding noise has no frames."""
+
+LOWEST_HZ = 50.0
+"""The lowest fundamental the pitch descriptors search by default, in Hz."""
+
+HIGHEST_HZ = 2000.0
+"""The highest fundamental the pitch descriptors search by default, in Hz."""
+
+YIN_THRESHOLD = 0.15
+"""YIN's absolute threshold: the first dip of the cumulative mean normalised difference below it
+gives the period (de Cheveigné and Kawahara, 2002, step 4)."""
+
+_TINY = 1e-30
+
+
+def _flat(x: torch.Tensor) -> torch.Tensor:
+    return x.detach().reshape(-1).double()
+
+
+def _frames(x: torch.Tensor, size: int, hop: int) -> torch.Tensor:
+    """``[frames, size]``: every whole frame of the signal (one zero-padded frame if shorter)."""
+    y = _flat(x)
+    if y.numel() < size:
+        y = torch.nn.functional.pad(y, (0, size - y.numel()))
+    return y.unfold(0, size, hop)
+
+
+def active_frames(frames: torch.Tensor) -> torch.Tensor:
+    """Which of ``frames`` (``[frames, size]``) are not silent: RMS within
+    :data:`ACTIVE_RANGE_DB` of the loudest frame and above :data:`ACTIVE_FLOOR_DBFS`."""
+    rms = frames.pow(2).mean(-1).sqrt()
+    floor = max(float(rms.max()) * 10 ** (-ACTIVE_RANGE_DB / 20), 10 ** (ACTIVE_FLOOR_DBFS / 20))
+    return rms > floor
+
+
+def _spectra(
+    x: torch.Tensor, rate: int, size: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Magnitudes ``[frames, bins]`` (Hann window, hop a quarter), bin frequencies, active mask."""
+    frames = _frames(x, size, size // 4)
+    window = torch.hann_window(size, dtype=torch.float64)
+    magnitude = torch.fft.rfft(frames * window).abs()
+    freqs = torch.fft.rfftfreq(size, 1 / rate, dtype=torch.float64)
+    return magnitude, freqs, active_frames(frames)
+
+
+def centroid_track(x: torch.Tensor, rate: int, size: int = 2048) -> torch.Tensor:
+    """Spectral centroid of each frame, in Hz (NaN for silent frames).
+
+    Args:
+        x (Tensor): the signal, mono (flattened).
+        rate (int): sample rate in Hz.
+        size (int): frame in samples (Hann window, hop ``size // 4``).
+
+    Shape:
+        - Output: ``[frames]``, frame ``i`` starting at sample ``i * size // 4``.
+    """
+    magnitude, freqs, active = _spectra(x, rate, size)
+    track = (magnitude @ freqs) / (magnitude.sum(-1) + _TINY)
+    return torch.where(active, track, math.nan)
+
+
+def spectral_centroid(x: torch.Tensor, rate: int, size: int = 2048) -> float:
+    """Spectral centroid in Hz: the magnitude-weighted mean frequency of the non-silent frames
+    (the centroid of their summed magnitude spectra, so a loud frame counts more than a quiet
+    one). NaN when every frame is silent.
+
+    Args:
+        x (Tensor): the signal, mono (flattened).
+        rate (int): sample rate in Hz.
+        size (int): frame in samples (Hann window, hop ``size // 4``).
+
+    >>> t = torch.arange(44100) / 44100
+    >>> round(spectral_centroid(torch.sin(2 * math.pi * 1000 * t), 44100))
+    1000
+    """
+    magnitude, freqs, active = _spectra(x, rate, size)
+    if not bool(active.any()):
+        return math.nan
+    total = magnitude[active].sum(0)
+    return float((total @ freqs) / (total.sum() + _TINY))
+
+
+def _yin(
+    x: torch.Tensor, rate: int, lowest: float, highest: float, size: int = 2048, hop: int = 512
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """YIN on frames of ``size`` samples: period (samples), aperiodicity (the cumulative mean
+    normalised difference at the period, 0 periodic to about 1 noise), voiced and active masks,
+    each ``[frames]``. The difference integrates over the first half of each frame, so the
+    longest period is ``size / 2``."""
+    frames = _frames(x, size, hop)
+    half = size // 2
+    longest = min(math.ceil(rate / lowest), half - 2)
+    shortest = max(int(rate / highest), 2)
+    # r(lag) = sum_{j < half} x[j] x[j + lag], for every lag at once, by FFT.
+    n = 2 * size
+    spectrum = torch.fft.rfft(frames, n)
+    head = torch.fft.rfft(frames[:, :half], n)
+    correlation = torch.fft.irfft(spectrum * head.conj(), n)[:, :half]
+    energy = torch.nn.functional.pad(frames.pow(2).cumsum(-1), (1, 0))
+    shifted = energy[:, half : 2 * half] - energy[:, :half]  # sum_{j < half} x[j + lag]^2
+    difference = (shifted[:, :1] + shifted - 2 * correlation).clamp_min(0)
+    lags = torch.arange(half, dtype=torch.float64)
+    normalised = difference * lags / (difference.cumsum(-1) + _TINY)
+    normalised[:, 0] = 1.0
+    middle = normalised[:, shortest : longest + 1]
+    index = torch.arange(middle.shape[-1])
+    below = middle < YIN_THRESHOLD
+    voiced = below.any(-1)
+    first = torch.where(voiced, below.to(torch.int8).argmax(-1), 0)
+    # From the first dip below the threshold, on to the lowest point of that dip.
+    after = index >= first[:, None]
+    risen = ~below & after
+    end = torch.where(risen.any(-1), risen.to(torch.int8).argmax(-1), middle.shape[-1])
+    dip = after & (index < end[:, None])
+    search = torch.where(voiced[:, None], torch.where(dip, middle, math.inf), middle)
+    lag = search.argmin(-1) + shortest
+    lag = lag.clamp(1, half - 2)
+    before, at, later = normalised.gather(-1, lag[:, None] + torch.tensor([-1, 0, 1])).unbind(-1)
+    curve = before - 2 * at + later
+    shift = torch.where(curve > 0, 0.5 * (before - later) / (curve + _TINY), 0.0).clamp(-0.5, 0.5)
+    minimum = (at - 0.25 * (before - later) * shift).clamp(0.0, 1.0)
+    active = active_frames(frames)
+    return lag + shift, minimum, voiced & active, active
+
+
+def pitch_track(
+    x: torch.Tensor, rate: int, lowest: float = LOWEST_HZ, highest: float = HIGHEST_HZ
+) -> torch.Tensor:
+    """Fundamental frequency of each frame by YIN, in Hz (NaN where unvoiced or silent).
+
+    YIN (de Cheveigné and Kawahara, 2002) on frames of 2048 samples, hop 512: the cumulative
+    mean normalised difference over lags from ``rate / highest`` to ``rate / lowest``; the
+    period is the lowest point of its first dip below :data:`YIN_THRESHOLD`, refined by a
+    parabola through it and its neighbours. A frame with no dip below the threshold is
+    unvoiced.
+
+    Args:
+        x (Tensor): the signal, mono (flattened).
+        rate (int): sample rate in Hz.
+        lowest (float): lowest fundamental searched, in Hz (at most ``rate / 1024``... that
+            is, a period of at most 1022 samples).
+        highest (float): highest fundamental searched, in Hz.
+
+    Shape:
+        - Output: ``[frames]``, frame ``i`` starting at sample ``512 * i``.
+    """
+    period, _, voiced, _ = _yin(x, rate, lowest, highest)
+    return torch.where(voiced, rate / period, math.nan)
+
+
+def pitch_hz(
+    x: torch.Tensor, rate: int, lowest: float = LOWEST_HZ, highest: float = HIGHEST_HZ
+) -> float:
+    """Median fundamental in Hz over the voiced, non-silent frames of :func:`pitch_track`; NaN
+    when no frame is voiced.
+
+    >>> t = torch.arange(44100) / 44100
+    >>> round(pitch_hz(torch.sin(2 * math.pi * 220 * t), 44100), 1)
+    220.0
+    """
+    return _median(pitch_track(x, rate, lowest, highest))
+
+
+def hnr_track(
+    x: torch.Tensor, rate: int, lowest: float = LOWEST_HZ, highest: float = HIGHEST_HZ
+) -> torch.Tensor:
+    """Harmonic-to-noise ratio of each frame, in dB (NaN for silent frames).
+
+    From YIN's aperiodicity ``a`` (the cumulative mean normalised difference at the period
+    :func:`pitch_track` chooses, or at its lowest point in an unvoiced frame): for a periodic
+    signal of power ``H`` plus noise of power ``N``, the difference at the period is about
+    ``2N`` and its mean over the lags about ``2(H + N)``, so ``a ≈ N / (H + N)`` and the ratio
+    is ``10 log10((1 - a) / a)``. ``a`` is kept within 1e-6 of 0 and 1 (±60 dB).
+
+    Args:
+        x (Tensor): the signal, mono (flattened).
+        rate (int): sample rate in Hz.
+        lowest (float): lowest fundamental searched, in Hz.
+        highest (float): highest fundamental searched, in Hz.
+
+    Shape:
+        - Output: ``[frames]``, as :func:`pitch_track`.
+    """
+    _, aperiodicity, _, active = _yin(x, rate, lowest, highest)
+    return _hnr(aperiodicity, active)
+
+
+def _hnr(aperiodicity: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+    a = aperiodicity.clamp(1e-6, 1 - 1e-6)
+    return torch.where(active, 10 * torch.log10((1 - a) / a), math.nan)
+
+
+def _median(track: torch.Tensor) -> float:
+    """The median of the values of ``track`` that are not NaN (NaN if none)."""
+    kept = track[~track.isnan()]
+    return float(kept.median()) if kept.numel() else math.nan
+
+
+def hnr_db(
+    x: torch.Tensor, rate: int, lowest: float = LOWEST_HZ, highest: float = HIGHEST_HZ
+) -> float:
+    """Median harmonic-to-noise ratio in dB over the non-silent frames of :func:`hnr_track`
+    (voiced or not: noise reads about -5 to -10 dB, a steady tone 30 dB and more); NaN when
+    every frame is silent."""
+    return _median(hnr_track(x, rate, lowest, highest))
+
+
+ONSET_FRAME = 1024
+"""STFT frame of the onset detector in samples (Hann window)."""
+
+ONSET_HOP = 256
+"""STFT hop of the onset detector in samples (5.8 ms at 44.1 kHz)."""
+
+ONSET_BANDS = 24
+"""Bands of the onset detector, log-spaced from 60 Hz to 16 kHz."""
+
+ONSET_RISE_DB = 8.0
+"""Mean rise over the bands, in dB over two hops (11.6 ms), from which a peak is an onset: a
+click or a note after a gap rises 20 to 50 dB; white noise's band levels fluctuate by less than
+5 dB and a pad's slow swells and beating by less than 4."""
+
+ONSET_GAP = 0.05
+"""Shortest time between two onsets, in seconds: at most 20 onsets a second."""
+
+
+def _band_rise(x: torch.Tensor, rate: int) -> torch.Tensor:
+    """Per frame, the mean over :data:`ONSET_BANDS` bands of the rise of their level (dB,
+    floored 80 dB below the loudest band of the signal, so that silence never rises) from two
+    frames before. Bands rather than bins: a band's level sums many bins, so noise barely
+    moves it, while a note or a hit lifts whole bands at once."""
+    frames = _frames(x, ONSET_FRAME, ONSET_HOP)
+    window = torch.hann_window(ONSET_FRAME, dtype=torch.float64)
+    power = torch.fft.rfft(frames * window).abs().pow(2)
+    freqs = torch.fft.rfftfreq(ONSET_FRAME, 1 / rate, dtype=torch.float64)
+    edges = torch.logspace(math.log10(60.0), math.log10(16000.0), ONSET_BANDS + 1)
+    band = torch.bucketize(freqs, edges.double()) - 1
+    weights = torch.nn.functional.one_hot(band.clamp(0, ONSET_BANDS), ONSET_BANDS + 1)
+    weights = weights[:, :ONSET_BANDS].double()
+    # A band narrower than a bin takes the bin nearest its centre.
+    centres = (edges[:-1] * edges[1:]).sqrt().double()
+    empty = weights.sum(0) == 0
+    nearest = (freqs[:, None] - centres[None]).abs().argmin(0)
+    weights[nearest[empty], torch.nonzero(empty)[:, 0]] = 1.0
+    level = 10 * torch.log10(power @ weights + _TINY)
+    level = level.clamp_min(float(level.max()) - 80.0)
+    rise = (level[2:] - level[:-2]).clamp_min(0).mean(-1)
+    return torch.nn.functional.pad(rise, (2, 0))
+
+
+def onset_times(x: torch.Tensor, rate: int) -> torch.Tensor:
+    """Times of the onsets in seconds, from peaks of a spectral flux.
+
+    The flux is the mean rise of the levels of :data:`ONSET_BANDS` log-spaced bands (STFT of
+    :data:`ONSET_FRAME` samples, hop :data:`ONSET_HOP`) over two hops, in dB. A frame is an
+    onset when its flux is the largest within ±:data:`ONSET_GAP` and at least
+    :data:`ONSET_RISE_DB`; the onset's time is the frame's end, where the rise is first seen.
+    Levels in dB make it blind to the signal's level.
+
+    Args:
+        x (Tensor): the signal, mono (flattened).
+        rate (int): sample rate in Hz.
+
+    Shape:
+        - Output: ``[onsets]``, in seconds, ascending.
+    """
+    flux = _band_rise(x, rate)
+    gap = max(round(ONSET_GAP * rate / ONSET_HOP), 1)
+    padded = torch.nn.functional.pad(flux[None, None], (gap, gap), value=-1.0)[0, 0]
+    peak = flux >= padded.unfold(0, 2 * gap + 1, 1).max(-1).values
+    frames = torch.nonzero(peak & (flux >= ONSET_RISE_DB))[:, 0]
+    # Two equal neighbours are both local maxima: keep the first of any closer than the gap.
+    kept: list[int] = []
+    for frame in frames.tolist():
+        if not kept or frame - kept[-1] > gap:
+            kept.append(frame)
+    return (torch.tensor(kept, dtype=torch.float64) * ONSET_HOP + ONSET_FRAME) / rate
+
+
+def onset_rate(x: torch.Tensor, rate: int) -> float:
+    """Onsets per second (:func:`onset_times` over the signal's duration).
+
+    >>> clicks = torch.zeros(88200)
+    >>> clicks[2205::11025] = 1.0  # four clicks a second, for two seconds
+    >>> onset_rate(clicks, 44100)
+    4.0
+    """
+    return onset_times(x, rate).numel() / (x.numel() / rate)
+
+
+def describe(x: torch.Tensor, rate: int) -> dict[str, float]:
+    """Every descriptor of ``x``, by the names of :data:`DESCRIPTORS`: ``centroid_hz``
+    (:func:`spectral_centroid`), ``pitch_hz`` (:func:`pitch_hz`), ``hnr_db``
+    (:func:`hnr_db`), ``onset_rate`` (onsets per second, :func:`onset_rate`) and
+    ``loudness_lufs`` (:func:`torchbend.audio.quality.loudness_lufs`). Undefined values
+    (silence, no voiced frame) are NaN, or -inf for the loudness of silence."""
+    return {**character(x, rate), "loudness_lufs": loudness_lufs(x, rate)}
+
+
+def character(x: torch.Tensor, rate: int) -> dict[str, float]:
+    """The descriptors of :func:`describe` but the loudness (what a bending may move while the
+    level stays), in the same order; YIN runs once for the pitch and the ratio."""
+    period, aperiodicity, voiced, active = _yin(x, rate, LOWEST_HZ, HIGHEST_HZ)
+    return {
+        "centroid_hz": spectral_centroid(x, rate),
+        "pitch_hz": _median(torch.where(voiced, rate / period, math.nan)),
+        "hnr_db": _median(_hnr(aperiodicity, active)),
+        "onset_rate": onset_rate(x, rate),
+    }
