@@ -52,7 +52,7 @@ _TINY = 1e-30
 
 
 def _flat(x: torch.Tensor) -> torch.Tensor:
-    return x.detach().reshape(-1).double()
+    return x.detach().reshape(-1).float()
 
 
 def _frames(x: torch.Tensor, size: int, hop: int) -> torch.Tensor:
@@ -76,9 +76,9 @@ def _spectra(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Magnitudes ``[frames, bins]`` (Hann window, hop a quarter), bin frequencies, active mask."""
     frames = _frames(x, size, size // 4)
-    window = torch.hann_window(size, dtype=torch.float64)
+    window = torch.hann_window(size, dtype=torch.float32)
     magnitude = torch.fft.rfft(frames * window).abs()
-    freqs = torch.fft.rfftfreq(size, 1 / rate, dtype=torch.float64)
+    freqs = torch.fft.rfftfreq(size, 1 / rate, dtype=torch.float32)
     return magnitude, freqs, active_frames(frames)
 
 
@@ -138,7 +138,7 @@ def _yin(
     energy = torch.nn.functional.pad(frames.pow(2).cumsum(-1), (1, 0))
     shifted = energy[:, half : 2 * half] - energy[:, :half]  # sum_{j < half} x[j + lag]^2
     difference = (shifted[:, :1] + shifted - 2 * correlation).clamp_min(0)
-    lags = torch.arange(half, dtype=torch.float64)
+    lags = torch.arange(half, dtype=torch.float32)
     normalised = difference * lags / (difference.cumsum(-1) + _TINY)
     normalised[:, 0] = 1.0
     middle = normalised[:, shortest : longest + 1]
@@ -268,15 +268,15 @@ def _band_rise(x: torch.Tensor, rate: int) -> torch.Tensor:
     frames before. Bands rather than bins: a band's level sums many bins, so noise barely
     moves it, while a note or a hit lifts whole bands at once."""
     frames = _frames(x, ONSET_FRAME, ONSET_HOP)
-    window = torch.hann_window(ONSET_FRAME, dtype=torch.float64)
+    window = torch.hann_window(ONSET_FRAME, dtype=torch.float32)
     power = torch.fft.rfft(frames * window).abs().pow(2)
-    freqs = torch.fft.rfftfreq(ONSET_FRAME, 1 / rate, dtype=torch.float64)
+    freqs = torch.fft.rfftfreq(ONSET_FRAME, 1 / rate, dtype=torch.float32)
     edges = torch.logspace(math.log10(60.0), math.log10(16000.0), ONSET_BANDS + 1)
-    band = torch.bucketize(freqs, edges.double()) - 1
+    band = torch.bucketize(freqs, edges) - 1
     weights = torch.nn.functional.one_hot(band.clamp(0, ONSET_BANDS), ONSET_BANDS + 1)
-    weights = weights[:, :ONSET_BANDS].double()
+    weights = weights[:, :ONSET_BANDS].float()
     # A band narrower than a bin takes the bin nearest its centre.
-    centres = (edges[:-1] * edges[1:]).sqrt().double()
+    centres = (edges[:-1] * edges[1:]).sqrt()
     empty = weights.sum(0) == 0
     nearest = (freqs[:, None] - centres[None]).abs().argmin(0)
     weights[nearest[empty], torch.nonzero(empty)[:, 0]] = 1.0
@@ -312,7 +312,7 @@ def onset_times(x: torch.Tensor, rate: int) -> torch.Tensor:
     for frame in frames.tolist():
         if not kept or frame - kept[-1] > gap:
             kept.append(frame)
-    return (torch.tensor(kept, dtype=torch.float64) * ONSET_HOP + ONSET_FRAME) / rate
+    return (torch.tensor(kept, dtype=torch.float32) * ONSET_HOP + ONSET_FRAME) / rate
 
 
 def onset_rate(x: torch.Tensor, rate: int) -> float:
