@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     from character_report import character
 
     character_lines, character_failed = character(loaded)
-    print("\n".join(lines + [""] + character_lines))
+    print("\n".join([*lines, "", *character_lines]))
     failed += character_failed
     if failed:
         print(f"\nmissed targets: {', '.join(failed)}")

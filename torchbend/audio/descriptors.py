@@ -120,7 +120,7 @@ def spectral_centroid(x: torch.Tensor, rate: int, size: int = 2048) -> float:
 
 
 def _yin(
-    x: torch.Tensor, rate: int, lowest: float, highest: float, size: int = 2048, hop: int = 512
+    x: torch.Tensor, rate: int, lowest: float, highest: float, size: int = 2048, hop: int = 1024
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """YIN on frames of ``size`` samples: period (samples), aperiodicity (the cumulative mean
     normalised difference at the period, 0 periodic to about 1 noise), voiced and active masks,
@@ -167,8 +167,9 @@ def pitch_track(
 ) -> torch.Tensor:
     """Fundamental frequency of each frame by YIN, in Hz (NaN where unvoiced or silent).
 
-    YIN (de Cheveigné and Kawahara, 2002) on frames of 2048 samples, hop 512: the cumulative
-    mean normalised difference over lags from ``rate / highest`` to ``rate / lowest``; the
+    YIN (de Cheveigné and Kawahara, 2002) on frames of 2048 samples, hop 1024: the
+    cumulative mean normalised difference (integrated over the first 1024 samples of the
+    frame) over lags from ``rate / highest`` to ``rate / lowest``; the
     period is the lowest point of its first dip below :data:`YIN_THRESHOLD`, refined by a
     parabola through it and its neighbours. A frame with no dip below the threshold is
     unvoiced.
@@ -176,12 +177,12 @@ def pitch_track(
     Args:
         x (Tensor): the signal, mono (flattened).
         rate (int): sample rate in Hz.
-        lowest (float): lowest fundamental searched, in Hz (at most ``rate / 1024``... that
-            is, a period of at most 1022 samples).
+        lowest (float): lowest fundamental searched, in Hz (periods longer than 1022
+            samples, below 43 Hz at 44.1 kHz, are not searched).
         highest (float): highest fundamental searched, in Hz.
 
     Shape:
-        - Output: ``[frames]``, frame ``i`` starting at sample ``512 * i``.
+        - Output: ``[frames]``, frame ``i`` starting at sample ``1024 * i``.
     """
     period, _, voiced, _ = _yin(x, rate, lowest, highest)
     return torch.where(voiced, rate / period, math.nan)
