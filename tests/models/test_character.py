@@ -3,21 +3,9 @@ channels), and the character tables of docs/model.md are the report of the shipp
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / f"scripts/{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.models.doc_reports import assert_section_is, report_script
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +14,7 @@ def report() -> tuple[list[str], list[str]]:
     from torchbend import models
 
     shipped = {name: models.load(name) for name in ("tiny_rave", "tiny_ddsp")}
-    return _script("character_report").character(shipped)  # type: ignore[no-any-return]
+    return report_script("character_report").character(shipped)  # type: ignore[no-any-return]
 
 
 def test_tiny_ddsp_meets_every_target(report: tuple[list[str], list[str]]) -> None:
@@ -49,7 +37,4 @@ def test_the_richness_rows_cover_both_models(report: tuple[list[str], list[str]]
 def test_the_character_tables_of_docs_model_md_are_the_report(
     report: tuple[list[str], list[str]],
 ) -> None:
-    lines, _ = report
-    text = (ROOT / "docs/model.md").read_text()
-    section = text[text.index("<!-- character:") : text.index("<!-- /character -->")]
-    assert "\n".join(lines) in section, "run: python scripts/model_report.py --write docs/model.md"
+    assert_section_is("character", report[0])
