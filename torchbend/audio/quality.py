@@ -1,5 +1,6 @@
 """Measures of how faithfully a model renders audio: loudness, offsets, lines locked to the
-sample index, tones and harmonics, and a multi-resolution spectral distance.
+sample index, tones and harmonics, a multi-resolution spectral distance, and how much of a
+change no filter explains (the LTI residual).
 
 Each measure takes mono signals as 1-D tensors (or anything that flattens to one) at a sample
 rate, and gives a plain number in the unit its name says. They are what
@@ -198,7 +199,7 @@ def lti_residual_db(bent: torch.Tensor, unbent: torch.Tensor, size: int = 2048) 
     sum_t B conj(U) / sum_t |U|^2``, is what a linear time-invariant filter (an EQ, a short
     delay, a phase change) can do at most; the residual ``B - G U`` is what it cannot. The
     result is the residual's energy relative to the energy of the change ``B - U``: very low
-    (-30 dB and below) when the bent signal is a filtered copy, near 0 dB when the change is
+    (-25 dB and below) when the bent signal is a filtered copy, near 0 dB when the change is
     not a filter (a new pitch, new noise, a change over time), -inf when nothing changed or
     the residual is exactly 0 (a gain, silence).
 
