@@ -14,6 +14,8 @@ __all__ = [
     "DESCRIPTORS",
     "HIGHEST_HZ",
     "LOWEST_HZ",
+    "OCTAVE_CHECK",
+    "VOICED_SHARE",
     "YIN_THRESHOLD",
     "active_frames",
     "centroid_track",
@@ -37,6 +39,14 @@ ACTIVE_RANGE_DB = 60.0
 ACTIVE_FLOOR_DBFS = -90.0
 """A frame is silent when its RMS is below this level (dB re 1.0), whatever the loudest frame:
 below the 16-bit noise floor, so that a render that only holds rounding noise has no frames."""
+
+OCTAVE_CHECK = 0.3
+"""Below this, a dip of the cumulative mean normalised difference at a half, a third or a
+quarter of the chosen period wins over it (see :func:`pitch_track`)."""
+
+VOICED_SHARE = 0.5
+"""The least share of the non-silent frames that must be voiced for :func:`pitch_hz` to give
+a pitch: a median over a few voiced frames of a noise reads nothing a listener hears."""
 
 LOWEST_HZ = 50.0
 """The lowest fundamental the pitch descriptors search by default, in Hz."""
@@ -153,6 +163,16 @@ def _yin(
     dip = after & (index < end[:, None])
     search = torch.where(voiced[:, None], torch.where(dip, middle, math.inf), middle)
     lag = search.argmin(-1) + shortest
+    # The octave check: the cumulative mean favours long lags in noisy frames, so a multiple
+    # of the period can dip below the threshold first; a dip near lag / k below
+    # OCTAVE_CHECK is taken instead (the largest such k: the shortest period).
+    for k in (2, 3, 4):
+        centre = torch.div(lag, k, rounding_mode="floor")
+        near = (centre[:, None] + torch.arange(-2, 3)).clamp(shortest, longest)
+        values = normalised.gather(-1, near)
+        low, where = values.min(-1)
+        take = voiced & (centre - 2 >= shortest) & (low < OCTAVE_CHECK)
+        lag = torch.where(take, near.gather(-1, where[:, None])[:, 0], lag)
     lag = lag.clamp(1, half - 2)
     before, at, later = normalised.gather(-1, lag[:, None] + torch.tensor([-1, 0, 1])).unbind(-1)
     curve = before - 2 * at + later
@@ -172,7 +192,11 @@ def pitch_track(
     frame) over lags from ``rate / highest`` to ``rate / lowest``; the
     period is the lowest point of its first dip below :data:`YIN_THRESHOLD`, refined by a
     parabola through it and its neighbours. A frame with no dip below the threshold is
-    unvoiced.
+    unvoiced. One check is added to YIN: where the difference also dips below
+    :data:`OCTAVE_CHECK` within two lags of a half, a third or a quarter of that period, the
+    shortest such period wins (in a noisy frame the normalisation by the cumulative mean
+    lowers long lags, so twice or three times the period can be the first to pass the
+    threshold).
 
     Args:
         x (Tensor): the signal, mono (flattened).
@@ -192,13 +216,20 @@ def pitch_hz(
     x: torch.Tensor, rate: int, lowest: float = LOWEST_HZ, highest: float = HIGHEST_HZ
 ) -> float:
     """Median fundamental in Hz over the voiced, non-silent frames of :func:`pitch_track`; NaN
-    when no frame is voiced.
+    when fewer than :data:`VOICED_SHARE` of the non-silent frames are voiced (noise, a hit).
 
     >>> t = torch.arange(44100) / 44100
     >>> round(pitch_hz(torch.sin(2 * math.pi * 220 * t), 44100), 1)
     220.0
     """
-    return _median(pitch_track(x, rate, lowest, highest))
+    period, _, voiced, active = _yin(x, rate, lowest, highest)
+    return _voiced_median(rate / period, voiced, active)
+
+
+def _voiced_median(freqs: torch.Tensor, voiced: torch.Tensor, active: torch.Tensor) -> float:
+    if int(voiced.sum()) < VOICED_SHARE * max(int(active.sum()), 1):
+        return math.nan
+    return float(freqs[voiced].median())
 
 
 def hnr_track(
@@ -342,7 +373,7 @@ def character(x: torch.Tensor, rate: int) -> dict[str, float]:
     period, aperiodicity, voiced, active = _yin(x, rate, LOWEST_HZ, HIGHEST_HZ)
     return {
         "centroid_hz": spectral_centroid(x, rate),
-        "pitch_hz": _median(torch.where(voiced, rate / period, math.nan)),
+        "pitch_hz": _voiced_median(rate / period, voiced, active),
         "hnr_db": _median(_hnr(aperiodicity, active)),
         "onset_rate": onset_rate(x, rate),
     }
