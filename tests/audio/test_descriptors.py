@@ -135,5 +135,5 @@ def test_the_octave_check_keeps_the_period_of_a_noisy_tone():
     # one does in most frames; the octave check finds the period again.
     x = _saw(523.0)
     noise = _noise(2.0)
-    noisy = x + noise * float(x.pow(2).mean().sqrt() / noise.pow(2).mean().sqrt()) * 10 ** -0.4
+    noisy = x + noise * float(x.pow(2).mean().sqrt() / noise.pow(2).mean().sqrt()) * 10**-0.4
     assert d.pitch_hz(noisy, RATE) == pytest.approx(523.0, rel=0.01)
