@@ -104,6 +104,10 @@ def test_moved_descriptors_reads_each_threshold():
     assert moved(onset_rate=5.0) == ("onset_rate",)
     assert moved(loudness_lufs=-30.0) == ()  # the loudness is no character
     assert r.moved_descriptors({**before, "onset_rate": 0.0}, before) == ("onset_rate",)
+    # Frame by frame, the pitch moved although the medians did not, or the other way round.
+    assert r.moved_descriptors(before, before, semitones=-1.2) == ("pitch_hz",)
+    assert r.moved_descriptors(before, {**before, "pitch_hz": 440.0}, semitones=0.3) == ()
+    assert r.moved_descriptors(before, {**before, "pitch_hz": 440.0}, semitones=math.nan) == ()
     assert r.normalised_change("pitch_hz", 220.0, 440.0) == pytest.approx(12.0)
     assert r.normalised_change("centroid_hz", 1000.0, 1150.0) == pytest.approx(1.0)
 

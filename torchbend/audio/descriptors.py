@@ -20,12 +20,14 @@ __all__ = [
     "active_frames",
     "centroid_track",
     "character",
+    "character_and_pitch",
     "describe",
     "hnr_db",
     "hnr_track",
     "onset_rate",
     "onset_times",
     "pitch_hz",
+    "pitch_shift",
     "pitch_track",
     "spectral_centroid",
 ]
@@ -84,11 +86,13 @@ def active_frames(frames: torch.Tensor) -> torch.Tensor:
 def _spectra(
     x: torch.Tensor, rate: int, size: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Magnitudes ``[frames, bins]`` (Hann window, hop a quarter), bin frequencies, active mask."""
-    frames = _frames(x, size, size // 4)
-    window = torch.hann_window(size, dtype=torch.float32)
+    """Magnitudes ``[frames, bins]`` (Hann window, hop a quarter), bin frequencies, active mask.
+    In float64: float32's rounding floor, summed over a thousand bins weighted by their
+    frequency, would lift the centroid of a pure tone by about 1 %."""
+    frames = _frames(x, size, size // 4).double()
+    window = torch.hann_window(size, dtype=torch.float64)
     magnitude = torch.fft.rfft(frames * window).abs()
-    freqs = torch.fft.rfftfreq(size, 1 / rate, dtype=torch.float32)
+    freqs = torch.fft.rfftfreq(size, 1 / rate, dtype=torch.float64)
     return magnitude, freqs, active_frames(frames)
 
 
@@ -232,6 +236,27 @@ def _voiced_median(freqs: torch.Tensor, voiced: torch.Tensor, active: torch.Tens
     return float(freqs[voiced].median())
 
 
+def pitch_shift(before: torch.Tensor, after: torch.Tensor) -> float:
+    """How far a pitch moved, in semitones: the median over the frames voiced in both tracks
+    (of :func:`pitch_track`, lined up) of ``12 log2(after / before)``. Frame by frame rather
+    than between the medians of each, so that a melody whose voiced frames change (a note
+    drowned in noise) reads no shift. NaN when fewer than :data:`VOICED_SHARE` of the frames
+    voiced in ``before`` are voiced in ``after``, or none is voiced in ``before``.
+
+    >>> t = torch.arange(44100) / 44100
+    >>> low, high = (pitch_track(torch.sin(2 * math.pi * f * t), 44100) for f in (220, 440))
+    >>> round(pitch_shift(low, high), 2)
+    12.0
+    """
+    n = min(before.numel(), after.numel())
+    a, b = before[:n], after[:n]
+    both = ~(a.isnan() | b.isnan())
+    voiced = int((~a.isnan()).sum())
+    if voiced == 0 or int(both.sum()) < VOICED_SHARE * voiced:
+        return math.nan
+    return float((12 * torch.log2(b[both] / a[both])).median())
+
+
 def hnr_track(
     x: torch.Tensor, rate: int, lowest: float = LOWEST_HZ, highest: float = HIGHEST_HZ
 ) -> torch.Tensor:
@@ -369,11 +394,17 @@ def describe(x: torch.Tensor, rate: int) -> dict[str, float]:
 
 def character(x: torch.Tensor, rate: int) -> dict[str, float]:
     """The descriptors of :func:`describe` but the loudness (what a bending may move while the
-    level stays), in the same order; YIN runs once for the pitch and the ratio."""
+    level stays), in the same order."""
+    return character_and_pitch(x, rate)[0]
+
+
+def character_and_pitch(x: torch.Tensor, rate: int) -> tuple[dict[str, float], torch.Tensor]:
+    """:func:`character` and :func:`pitch_track` of ``x``, from one run of YIN."""
     period, aperiodicity, voiced, active = _yin(x, rate, LOWEST_HZ, HIGHEST_HZ)
-    return {
+    values = {
         "centroid_hz": spectral_centroid(x, rate),
         "pitch_hz": _voiced_median(rate / period, voiced, active),
         "hnr_db": _median(_hnr(aperiodicity, active)),
         "onset_rate": onset_rate(x, rate),
     }
+    return values, torch.where(voiced, rate / period, math.nan)

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from ..audio.descriptors import describe
+from ..audio.descriptors import character_and_pitch, pitch_shift
+from ..audio.quality import loudness_lufs
 from ..errors import SweepError
-from .richness import normalised_change
+from .richness import THRESHOLDS, normalised_change
 
 __all__ = [
     "CHANNEL_DESCRIPTORS",
@@ -80,6 +81,9 @@ class LatentWalk:
     """The values the channel was set to, on every frame."""
     descriptors: dict[str, tuple[float, ...]]
     """Each descriptor of the decoded renders, one value per step."""
+    pitch_tracks: tuple[torch.Tensor, ...] = field(default=(), repr=False, compare=False)
+    """The pitch track of each step's render (:func:`~torchbend.audio.descriptors.
+    pitch_track`): the pitch's effect is read frame by frame from them."""
 
     @property
     def descriptor(self) -> str:
@@ -95,7 +99,17 @@ class LatentWalk:
         """How far descriptor ``name`` moves over the walk (from its lowest to its highest
         finite value), in units of its perceptible threshold (see
         :func:`~torchbend.sweep.richness.normalised_change`); 0 when fewer than two values are
-        finite."""
+        finite. The pitch's move is the largest between two steps frame by frame
+        (:func:`~torchbend.audio.descriptors.pitch_shift`), where the tracks are known: a
+        melody whose voiced frames change does not read as a move."""
+        if name == "pitch_hz" and self.pitch_tracks:
+            shifts = [
+                abs(pitch_shift(a, b))
+                for i, a in enumerate(self.pitch_tracks)
+                for b in self.pitch_tracks[i + 1 :]
+            ]
+            finite_shifts = [v for v in shifts if math.isfinite(v)]
+            return max(finite_shifts, default=0.0) / THRESHOLDS[name][1]
         finite = [v for v in self.descriptors[name] if math.isfinite(v)]
         if len(finite) < 2:
             return 0.0
@@ -155,13 +169,16 @@ def latent_walks(
             low, high = ranges[channel]
             values = torch.linspace(low, high, steps).tolist()
             described: list[list[dict[str, float]]] = [[] for _ in keys]
+            tracks: list[list[torch.Tensor]] = [[] for _ in keys]
             for value in values:
                 moved = z.clone()
                 moved[:, index] = value
                 y = model.decode(moved)[:, 0]  # type: ignore[operator]
                 for i in range(len(keys)):
-                    described[i].append(describe(y[i], rate))
+                    values_now, track = character_and_pitch(y[i], rate)
+                    described[i].append({**values_now, "loudness_lufs": loudness_lufs(y[i], rate)})
+                    tracks[i].append(track)
             for i, key in enumerate(keys):
                 table = {d: tuple(step[d] for step in described[i]) for d in described[i][0]}
-                walks.append(LatentWalk(channel, key, tuple(values), table))
+                walks.append(LatentWalk(channel, key, tuple(values), table, tuple(tracks[i])))
     return walks

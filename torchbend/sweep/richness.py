@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..audio.descriptors import character, describe
+from ..audio.descriptors import character_and_pitch, describe, pitch_shift, pitch_track
 from ..audio.quality import loudness_lufs, lti_residual_db
 from ..bended import BendedModule
 from ..callbacks import Mask, Noise, Permute, Roll, Scale
@@ -107,16 +107,22 @@ def normalised_change(name: str, before: float, after: float) -> float:
     return abs(math.log(after / before)) / math.log(1 + threshold)
 
 
-def moved_descriptors(before: Mapping[str, float], after: Mapping[str, float]) -> tuple[str, ...]:
+def moved_descriptors(
+    before: Mapping[str, float], after: Mapping[str, float], semitones: float | None = None
+) -> tuple[str, ...]:
     """The descriptors (but the loudness) that moved by at least their threshold from
     ``before`` to ``after`` (dicts of :func:`~torchbend.audio.descriptors.describe`). A ratio
     threshold reads ``max(after, before) / min(...)`` against ``1 + threshold`` (so +15 % and
-    -13 % both count as a 15 % move of the centroid)."""
+    -13 % both count as a 15 % move of the centroid). ``semitones``, when given, is the
+    pitch's move frame by frame (:func:`~torchbend.audio.descriptors.pitch_shift`), read in
+    place of the move between the medians."""
     moved = []
     for name in THRESHOLDS:
         if name == "loudness_lufs":
             continue
         change = normalised_change(name, before[name], after[name])
+        if name == "pitch_hz" and semitones is not None:
+            change = abs(semitones) / THRESHOLDS[name][1] if math.isfinite(semitones) else math.nan
         if name == "onset_rate" and before[name] == after[name]:
             change = 0.0
         if change >= 1.0:
@@ -202,10 +208,12 @@ def judge_render(
     unbent: torch.Tensor,
     before: Mapping[str, float],
     rate: int,
+    pitch: torch.Tensor | None = None,
 ) -> RichnessRender:
     """Judge render ``y`` of ``sound`` against the unbent render ``unbent`` (both mono,
-    lined up), whose descriptors are ``before`` (:func:`~torchbend.audio.descriptors.describe`);
-    ``node`` and ``bending`` only label the result."""
+    lined up), whose descriptors are ``before`` (:func:`~torchbend.audio.descriptors.describe`)
+    and pitch track ``pitch`` (:func:`~torchbend.audio.descriptors.pitch_track`; computed
+    here if not given); ``node`` and ``bending`` only label the result."""
     nonfinite = not bool(y.isfinite().all())
     changed = nonfinite or float((y - unbent).abs().max()) > UNCHANGED_TOLERANCE
     clipped = bool((y.abs() >= 1.0).any())
@@ -215,7 +223,10 @@ def judge_render(
     loudness = loudness_lufs(y, rate) - before["loudness_lufs"] if changed else 0.0
     moved: tuple[str, ...] = ()
     if changed and not clipped and abs(loudness) <= LOUDNESS_RANGE_LU:
-        moved = moved_descriptors(before, character(y, rate))
+        if pitch is None:
+            pitch = pitch_track(unbent, rate)
+        after, track = character_and_pitch(y, rate)
+        moved = moved_descriptors(before, after, pitch_shift(pitch, track))
     return RichnessRender(node, bending, sound, changed, False, clipped, residual, loudness, moved)
 
 
@@ -255,6 +266,7 @@ def richness_sweep(
         nodes = hidden_activations(bended)
         values = bended.get_activations(*[f"^{n}$" for n in nodes], bended=False, x=x)
     before = {name: describe(unbent[i], rate) for i, name in enumerate(names)}
+    pitches = {name: pitch_track(unbent[i], rate) for i, name in enumerate(names)}
     renders = []
     for node in nodes:
         for label, factory in bendings.items():
@@ -263,5 +275,9 @@ def richness_sweep(
                 y = bended(x)[:, 0]
             bended.reset()
             for i, name in enumerate(names):
-                renders.append(judge_render(node, label, name, y[i], unbent[i], before[name], rate))
+                renders.append(
+                    judge_render(
+                        node, label, name, y[i], unbent[i], before[name], rate, pitches[name]
+                    )
+                )
     return renders
