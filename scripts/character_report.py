@@ -139,8 +139,9 @@ def test_signals(model: torch.nn.Module) -> tuple[list[str], list[str]]:
     failed = []
     # A steady sine of 233 Hz at -15 dBFS for 24 s: the output's harmonics of 233 Hz stay
     # at least 1.1 Hz from every multiple of rate / hop and rate / (2 hop) up to 10 kHz (the
-    # 17th is the nearest), so over 24 s (26 cycles of that difference) they average out; the rest of the output (its noise) averages down by the
-    # number of periods, which sets the floor.
+    # 17th is the nearest), so over 24 s (26 cycles of that difference) they average out;
+    # the rest of the output (its noise) averages down by the number of periods, which sets
+    # the floor.
     tone = q.sine(233.0, 24.0, RATE)
     y = render(tone)
     x = tone[: y.numel()]
