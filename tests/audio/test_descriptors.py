@@ -8,27 +8,10 @@ import numpy as np
 import pytest
 import torch
 
+from tests.audio.signals import RATE, noise, saw, tone
 from torchbend.audio import descriptors as d
 from torchbend.audio import load, resample
 from torchbend.audio.quality import loudness_lufs
-
-RATE = 44100
-
-
-def _time(seconds: float) -> torch.Tensor:
-    return torch.arange(int(seconds * RATE), dtype=torch.float64) / RATE
-
-
-def _noise(seconds: float, seed: int = 0) -> torch.Tensor:
-    return torch.randn(int(seconds * RATE), generator=torch.Generator().manual_seed(seed))
-
-
-def _tone(freq: float, seconds: float = 2.0) -> torch.Tensor:
-    return torch.sin(2 * math.pi * freq * _time(seconds)).float()
-
-
-def _saw(freq: float, seconds: float = 2.0) -> torch.Tensor:
-    return (2 * ((freq * _time(seconds)) % 1.0) - 1).float()
 
 
 def _shifted_up(x: torch.Tensor, semitones: float) -> torch.Tensor:
@@ -37,13 +20,13 @@ def _shifted_up(x: torch.Tensor, semitones: float) -> torch.Tensor:
 
 
 def test_the_centroid_of_known_spectra():
-    assert d.spectral_centroid(_tone(1000), RATE) == pytest.approx(1000, rel=0.01)
+    assert d.spectral_centroid(tone(1000), RATE) == pytest.approx(1000, rel=0.01)
     # Two sines of equal amplitude: the centroid lies halfway.
-    assert d.spectral_centroid(_tone(500) + _tone(1500), RATE) == pytest.approx(1000, rel=0.01)
+    assert d.spectral_centroid(tone(500) + tone(1500), RATE) == pytest.approx(1000, rel=0.01)
     # White noise: a flat magnitude spectrum, so the middle of 0..rate/2.
-    assert d.spectral_centroid(_noise(2.0), RATE) == pytest.approx(RATE / 4, rel=0.02)
+    assert d.spectral_centroid(noise(2.0), RATE) == pytest.approx(RATE / 4, rel=0.02)
     # Silent frames do not count: a tone then silence reads the tone.
-    gapped = torch.cat([_tone(1000), torch.zeros(RATE)])
+    gapped = torch.cat([tone(1000), torch.zeros(RATE)])
     assert d.spectral_centroid(gapped, RATE) == pytest.approx(1000, rel=0.01)
     assert math.isnan(d.spectral_centroid(torch.zeros(RATE), RATE))
     track = d.centroid_track(gapped, RATE)
@@ -53,21 +36,21 @@ def test_the_centroid_of_known_spectra():
 
 @pytest.mark.parametrize("freq", [55.0, 110.0, 220.5, 440.0, 1000.0, 1800.0])
 def test_yin_finds_the_pitch_of_tones_and_saws(freq):
-    assert d.pitch_hz(_tone(freq), RATE) == pytest.approx(freq, rel=1e-3)
-    assert d.pitch_hz(_saw(freq), RATE) == pytest.approx(freq, rel=3e-3)
+    assert d.pitch_hz(tone(freq), RATE) == pytest.approx(freq, rel=1e-3)
+    assert d.pitch_hz(saw(freq), RATE) == pytest.approx(freq, rel=3e-3)
 
 
 def test_noise_and_silence_have_no_pitch():
-    assert math.isnan(d.pitch_hz(_noise(2.0), RATE))
+    assert math.isnan(d.pitch_hz(noise(2.0), RATE))
     assert math.isnan(d.pitch_hz(torch.zeros(RATE), RATE))
-    track = d.pitch_track(torch.cat([_tone(330), torch.zeros(RATE)]), RATE)
+    track = d.pitch_track(torch.cat([tone(330), torch.zeros(RATE)]), RATE)
     assert track[:40].sub(330).abs().max() < 1 and track[-10:].isnan().all()
 
 
 @pytest.mark.parametrize("source", ["tone", "voice"])
 def test_a_semitone_up_by_resampling_moves_the_pitch_one_semitone(source):
     if source == "tone":
-        x = _saw(196.0)
+        x = saw(196.0)
     else:
         # One sung note (with vibrato): a line's median would move to another note when
         # the shifted render, shorter, holds less of its last note.
@@ -77,49 +60,25 @@ def test_a_semitone_up_by_resampling_moves_the_pitch_one_semitone(source):
 
 
 @pytest.mark.parametrize("snr", [0.0, 10.0, 20.0])
-@pytest.mark.parametrize("wave", [_tone, _saw])
+@pytest.mark.parametrize("wave", [tone, saw])
 def test_the_harmonic_to_noise_ratio_of_a_tone_plus_noise_tracks_the_snr(snr, wave):
     x = wave(220.0)
-    noise = _noise(2.0)
-    noise = noise * float(x.pow(2).mean().sqrt() / noise.pow(2).mean().sqrt()) * 10 ** (-snr / 20)
-    assert d.hnr_db(x + noise, RATE) == pytest.approx(snr, abs=1.5 if snr < 20 else 3.5)
+    n = noise(2.0)
+    n = n * float(x.pow(2).mean().sqrt() / n.pow(2).mean().sqrt()) * 10 ** (-snr / 20)
+    assert d.hnr_db(x + n, RATE) == pytest.approx(snr, abs=1.5 if snr < 20 else 3.5)
     if snr >= 10:  # the pitch holds in noise (the octave check)
-        assert d.pitch_hz(x + noise, RATE) == pytest.approx(220.0, rel=0.01)
+        assert d.pitch_hz(x + n, RATE) == pytest.approx(220.0, rel=0.01)
 
 
 def test_the_harmonic_to_noise_ratio_of_noise_and_tones():
-    assert d.hnr_db(_noise(2.0), RATE) < -5
-    assert d.hnr_db(_tone(220.0), RATE) > 40
+    assert d.hnr_db(noise(2.0), RATE) < -5
+    assert d.hnr_db(tone(220.0), RATE) > 40
     assert math.isnan(d.hnr_db(torch.zeros(RATE), RATE))
-    assert d.hnr_track(_tone(220.0), RATE).shape == d.pitch_track(_tone(220.0), RATE).shape
-
-
-@pytest.mark.parametrize("per_second", [1, 2, 4, 8, 12])
-def test_click_trains_give_their_onset_rate(per_second):
-    clicks = torch.zeros(2 * RATE)
-    clicks[1000 :: RATE // per_second] = 1.0
-    assert d.onset_rate(clicks, RATE) == pytest.approx(per_second)
-    # Blind to the level, and to a steady noise well below the clicks.
-    quiet = 0.01 * clicks + 1e-4 * _noise(2.0)
-    assert d.onset_rate(quiet, RATE) == pytest.approx(per_second)
-    times = d.onset_times(clicks, RATE)
-    expected = 1000 / RATE + torch.arange(times.numel()) / per_second
-    assert (times - expected.double()).abs().max() < 0.03
-
-
-def test_steady_sounds_have_no_onsets():
-    assert d.onset_rate(_noise(2.0), RATE) == 0.0
-    assert d.onset_rate(_tone(220) * (1 + 0.5 * _tone(2.0)), RATE) == 0.0  # tremolo
-    assert d.onset_rate(torch.zeros(RATE), RATE) == 0.0
-
-
-def test_notes_after_gaps_are_onsets():
-    notes = torch.cat([torch.cat([_saw(f, 0.45), torch.zeros(RATE // 20)]) for f in (110, 165) * 4])
-    assert d.onset_times(notes, RATE).numel() == 7  # the first note starts the signal: no rise
+    assert d.hnr_track(tone(220.0), RATE).shape == d.pitch_track(tone(220.0), RATE).shape
 
 
 def test_describe_gives_every_descriptor():
-    x = _saw(220.0) * 0.1
+    x = saw(220.0) * 0.1
     values = d.describe(x, RATE)
     assert tuple(values) == d.DESCRIPTORS
     assert values["pitch_hz"] == pytest.approx(220.0, rel=3e-3)
@@ -133,7 +92,7 @@ def test_describe_gives_every_descriptor():
 def test_the_octave_check_keeps_the_period_of_a_noisy_tone():
     # A 523 Hz saw 8 dB above white noise: three periods dip below YIN's threshold before
     # one does in most frames; the octave check finds the period again.
-    x = _saw(523.0)
-    noise = _noise(2.0)
-    noisy = x + noise * float(x.pow(2).mean().sqrt() / noise.pow(2).mean().sqrt()) * 10**-0.4
+    x = saw(523.0)
+    n = noise(2.0)
+    noisy = x + n * float(x.pow(2).mean().sqrt() / n.pow(2).mean().sqrt()) * 10**-0.4
     assert d.pitch_hz(noisy, RATE) == pytest.approx(523.0, rel=0.01)
