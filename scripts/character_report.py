@@ -125,7 +125,7 @@ def reconstruction(models: Mapping[str, torch.nn.Module]) -> tuple[list[str], li
     return lines, failed
 
 
-def test_signals(model: torch.nn.Module) -> tuple[list[str], list[str]]:
+def signal_checks(model: torch.nn.Module) -> tuple[list[str], list[str]]:
     """Lines locked to the hop and twice it on a steady sine, silence in, DC out."""
     render = renderer(model)
     hop = int(getattr(model, "ratio", 256))
@@ -322,7 +322,7 @@ def character(models: Mapping[str, torch.nn.Module]) -> tuple[list[str], list[st
     failed: list[str] = []
     for part in (
         reconstruction(models),
-        test_signals(models[TARGET]),
+        signal_checks(models[TARGET]),
         (calibration(), []),
         richness(models),
         latent(models[TARGET]),
