@@ -1,16 +1,20 @@
-"""Measure the shipped model's reconstructions and write the results into docs/model.md.
+"""Measure the shipped models and write the results into docs/model.md.
 
-Run: python scripts/model_report.py [--write docs/model.md] [--model tiny_rave]
+Run: python scripts/model_report.py [--write docs/model.md]
 
+Two sections. ``quality``: tiny_rave, the transparent reference, against issue 11's targets.
 Offline renders (one call on the whole signal, one thread) of: the shipped sounds; held-out
 sounds made by scripts/make_assets.py's generators with a seed never trained on;
 test signals it generates (sines from 100 Hz to 2 kHz at -15 dBFS, a steady 110.25 Hz saw,
 a chord, digital silence). Renders are compared with their input lined up, the model's
 ``latency`` (in samples) taken off their start. The measures are torchbend.audio.quality's;
 the spectral distance is printed next to calibration rows (the input itself at -3 dB, with
-noise at -60 dB, with an 11025 Hz tone at -40 dBFS) so that the number means something. The
-targets are those of the shipped model's specification (issue 11); each row says whether it
-holds, and the script ends by naming any target missed.
+noise at -60 dB, with an 11025 Hz tone at -40 dBFS) so that the number means something.
+
+``character``: tiny_rave and tiny_ddsp side by side against issue 28's targets (see
+:func:`character` in scripts/character_report.py): reconstruction, bend richness with its
+calibration rows, and the named latent channels. Each row says whether its target holds, and
+the script ends by naming any target missed.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ def sounds() -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         f"{name} (held out)": torch.from_numpy(
             make_assets.normalize(make_assets.GENERATORS[name](4.0, rng))
         ).float()
-        for name in ("drums", "bass", "pad", "voices", "plucks", "chords")
+        for name in ("drums", "bass", "pad", "voices", "plucks", "chords", "bowed")
     }
     return shipped, held
 
@@ -154,21 +158,28 @@ def measure(model: torch.nn.Module) -> tuple[list[str], list[str]]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="tiny_rave")
-    parser.add_argument("--weights", type=Path, help="safetensors file (default: the shipped)")
-    parser.add_argument("--write", type=Path, help="Markdown file with a 'quality' section")
+    parser.add_argument("--tiny-rave", type=Path, help="tiny_rave's weights (default: shipped)")
+    parser.add_argument("--tiny-ddsp", type=Path, help="tiny_ddsp's weights (default: shipped)")
+    parser.add_argument("--write", type=Path, help="Markdown file with the two sections")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    model = models.load(args.model, args.weights)
+    loaded = {
+        "tiny_rave": models.load("tiny_rave", args.tiny_rave),
+        "tiny_ddsp": models.load("tiny_ddsp", args.tiny_ddsp),
+    }
     header = [
         f"Measured by `python scripts/model_report.py --write docs/model.md` on "
         f"{platform.machine()} ({platform.python_implementation()} "
-        f"{platform.python_version()}, torch {torch.__version__}), model `{args.model}`.",
+        f"{platform.python_version()}, torch {torch.__version__}), model `tiny_rave`.",
         "",
     ]
-    lines, failed = measure(model)
+    lines, failed = measure(loaded["tiny_rave"])
     lines = header + lines
-    print("\n".join(lines))
+    from character_report import character
+
+    character_lines, character_failed = character(loaded)
+    print("\n".join([*lines, "", *character_lines]))
+    failed += character_failed
     if failed:
         print(f"\nmissed targets: {', '.join(failed)}")
     if args.write:
@@ -176,6 +187,7 @@ def main(argv: list[str] | None = None) -> None:
         from bench_call import write_section
 
         write_section(args.write, "quality", lines)
+        write_section(args.write, "character", character_lines)
 
 
 if __name__ == "__main__":

@@ -85,3 +85,57 @@ def test_error_db_reads_the_power_of_the_difference():
     assert q.error_db(x * 1.1, x) == pytest.approx(-20.0, abs=1e-3)
     assert q.error_db(x + 0.01 * _noise(1.0, seed=1), x) == pytest.approx(-40.0, abs=0.2)
     assert q.error_db(torch.roll(x, 1), x) == pytest.approx(3.0, abs=0.2)  # a delay: uncorrelated
+
+
+def _biquad(x: torch.Tensor, b: tuple[float, ...], a: tuple[float, ...]) -> torch.Tensor:
+    """Direct form I, in a plain loop: an IIR filter (``a[0]`` is 1)."""
+    xs = x.double().numpy()
+    y = [0.0] * len(xs)
+    x1 = x2 = y1 = y2 = 0.0
+    for n, xn in enumerate(xs.tolist()):
+        yn = b[0] * xn + b[1] * x1 + b[2] * x2 - a[1] * y1 - a[2] * y2
+        x2, x1, y2, y1 = x1, xn, y1, yn
+        y[n] = yn
+    return torch.tensor(y, dtype=torch.float32)
+
+
+def _peaking(freq: float, gain_db: float, q_: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """A peaking EQ's coefficients (the Audio EQ Cookbook's)."""
+    big_a = 10 ** (gain_db / 40)
+    w = 2 * math.pi * freq / RATE
+    alpha = math.sin(w) / (2 * q_)
+    a0 = 1 + alpha / big_a
+    b = ((1 + alpha * big_a) / a0, -2 * math.cos(w) / a0, (1 - alpha * big_a) / a0)
+    return b, (1.0, -2 * math.cos(w) / a0, (1 - alpha / big_a) / a0)
+
+
+@pytest.fixture(scope="module")
+def voice() -> torch.Tensor:
+    from torchbend.audio import load
+
+    return load("assets/sounds/voice.wav", sample_rate=RATE, mono=True)[0][0, : 2 * RATE]
+
+
+def test_lti_residual_of_filters_is_far_below_minus_10_db(voice):
+    eq = _biquad(voice, *_peaking(1000.0, 9.0, 1.0))
+    assert q.lti_residual_db(eq, voice) < -25
+    spectrum = torch.fft.rfft(voice.double())
+    freqs = torch.fft.rfftfreq(voice.numel(), 1 / RATE)
+    tilt = torch.fft.irfft(spectrum * (freqs.clamp_min(50) / 1000) ** 0.5, voice.numel()).float()
+    assert q.lti_residual_db(tilt, voice) < -25
+    assert q.lti_residual_db(torch.roll(voice, 64), voice) < -20  # a short delay
+    assert q.lti_residual_db(-0.5 * voice, voice) < -100  # a gain
+    assert q.lti_residual_db(voice, voice) == -math.inf
+
+
+def test_lti_residual_of_changes_no_filter_makes_is_above_minus_10_db(voice):
+    from torchbend.audio import resample
+
+    up = resample(voice[None], RATE, round(RATE / 2 ** (1 / 12)))[0]  # a semitone up
+    padded = torch.nn.functional.pad(up, (0, voice.numel() - up.numel()))
+    assert q.lti_residual_db(padded, voice) > -6
+    tremolo = voice * (1 + 0.5 * torch.sin(2 * math.pi * 3 * torch.arange(voice.numel()) / RATE))
+    assert q.lti_residual_db(tremolo, voice) > -10
+    assert q.lti_residual_db(voice + 0.01 * _noise(2.0), voice) > -3
+    with pytest.raises(q.AudioError, match="same length"):
+        q.lti_residual_db(voice[:-1], voice)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.models.doc_reports import assert_section_is, report_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -24,15 +26,9 @@ def test_model_doc_python_blocks_run(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def report() -> tuple[list[str], list[str]]:
     """scripts/model_report.py's measures of the shipped weights: lines, and missed targets."""
-    import importlib.util
-
     from torchbend import models
 
-    spec = importlib.util.spec_from_file_location("model_report", ROOT / "scripts/model_report.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.measure(models.load("tiny_rave"))  # type: ignore[no-any-return]
+    return report_script("model_report").measure(models.load("tiny_rave"))  # type: ignore[no-any-return]
 
 
 def test_the_shipped_weights_meet_every_quality_target(
@@ -48,7 +44,4 @@ def test_the_shipped_weights_meet_every_quality_target(
 def test_the_quality_tables_of_docs_model_md_are_the_report_of_the_shipped_weights(
     report: tuple[list[str], list[str]],
 ) -> None:
-    lines, _ = report
-    text = (ROOT / "docs/model.md").read_text()
-    section = text[text.index("<!-- quality:") : text.index("<!-- /quality -->")]
-    assert "\n".join(lines) in section, "run: python scripts/model_report.py --write docs/model.md"
+    assert_section_is("quality", report[0])

@@ -1,5 +1,6 @@
 """Measures of how faithfully a model renders audio: loudness, offsets, lines locked to the
-sample index, tones and harmonics, and a multi-resolution spectral distance.
+sample index, tones and harmonics, a multi-resolution spectral distance, and how much of a
+change no filter explains (the LTI residual).
 
 Each measure takes mono signals as 1-D tensors (or anything that flattens to one) at a sample
 rate, and gives a plain number in the unit its name says. They are what
@@ -22,6 +23,7 @@ __all__ = [
     "level_dbfs",
     "locked_lines_db",
     "loudness_lufs",
+    "lti_residual_db",
     "sine",
     "spectral_distance",
     "tone_gain_db",
@@ -187,3 +189,46 @@ def spectral_distance(
         floor = float(sa.max()) * 1e-4 + 1e-12
         total += float((torch.log(sa + floor) - torch.log(sb + floor)).abs().mean())
     return total / len(sizes)
+
+
+def lti_residual_db(bent: torch.Tensor, unbent: torch.Tensor, size: int = 2048) -> float:
+    """How much of the change from ``unbent`` to ``bent`` no filter explains, in dB.
+
+    Both signals go through an STFT (Hann window of ``size`` samples, hop ``size // 4``); the
+    best complex gain per bin from ``unbent`` to ``bent`` over the whole signal, ``G_k =
+    sum_t B conj(U) / sum_t |U|^2``, is what a linear time-invariant filter (an EQ, a short
+    delay, a phase change) can do at most; the residual ``B - G U`` is what it cannot. The
+    result is the residual's energy relative to the energy of the change ``B - U``: very low
+    (-25 dB and below) when the bent signal is a filtered copy, near 0 dB when the change is
+    not a filter (a new pitch, new noise, a change over time), -inf when nothing changed or
+    the residual is exactly 0 (a gain, silence).
+
+    Args:
+        bent (Tensor): the changed signal, mono (flattened).
+        unbent (Tensor): the reference, mono, lined up with ``bent`` (same length).
+        size (int): STFT frame in samples: a filter whose response is much shorter than it
+            is a gain per bin.
+
+    >>> x = torch.randn(44100, generator=torch.Generator().manual_seed(0))
+    >>> lti_residual_db(0.5 * x, x) < -100
+    True
+    """
+    # In float32: the ratio needs no more, and a sweep judges hundreds of renders.
+    b, u = bent.detach().reshape(-1).float(), unbent.detach().reshape(-1).float()
+    if b.numel() != u.numel():
+        raise AudioError(
+            f"bent and unbent must have the same length, got {b.numel()} and {u.numel()}"
+        )
+    window = torch.hann_window(size)
+    sb = torch.stft(b, size, size // 4, window=window, return_complex=True)
+    su = torch.stft(u, size, size // 4, window=window, return_complex=True)
+
+    def energy(z: torch.Tensor) -> torch.Tensor:
+        return torch.view_as_real(z).pow(2).sum(-1)
+
+    gain = (sb * su.conj()).sum(-1, keepdim=True) / (energy(su).sum(-1, keepdim=True) + _TINY)
+    residual = float(energy(sb - gain * su).sum())
+    change = float(energy(sb - su).sum())
+    if change == 0.0 or residual == 0.0:
+        return -math.inf
+    return 10 * math.log10(residual / change)
