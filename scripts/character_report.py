@@ -12,7 +12,8 @@ asserts its targets against the shipped weights and compares its lines with the 
   hidden activation of ``forward``, on the first :data:`RICHNESS_SECONDS` of each shipped
   sound (one batch), with calibration rows (the same judgement of known changes).
 - The named latent channels (torchbend.sweep.latent_check) of tiny_ddsp, walked over their
-  ranges on the first :data:`LATENT_SECONDS` of bass, pad and voice.
+  ranges on the first :data:`LATENT_SECONDS` of bass, cello and voice (the monophonic shipped
+  sounds: a chord has no one pitch).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ TARGET = "tiny_ddsp"
 """The model with character, whose targets are asserted; tiny_rave is reported next to it."""
 RICHNESS_SECONDS = 1.0
 LATENT_SECONDS = 1.0
-LATENT_SOUNDS = ("bass", "pad", "voice")
+LATENT_SOUNDS = ("bass", "cello", "voice")
 MONOPHONIC = (
     "bass",
     "voice",

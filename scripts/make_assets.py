@@ -1,5 +1,5 @@
-"""Synthesize the example sounds in assets/sounds/ (a drum loop, a bass line, a pad and a sung
-line) and
+"""Synthesize the example sounds in assets/sounds/ (a drum loop, a bass line, a pad, a sung line
+and a bowed line) and
 the varied sounds the shipped model trains on.
 
 Run: python scripts/make_assets.py [--out assets/sounds] [--seconds 4]
@@ -264,10 +264,12 @@ def voices(seconds: float, rng: np.random.Generator) -> np.ndarray:
     return _one_after_another(seconds, rng, _voice, gap=(0.0, 0.3))
 
 
-def _bowed(rng: np.random.Generator) -> np.ndarray:
-    length = int(rng.uniform(0.6, 2.0) * SAMPLE_RATE)
+def _bowed(
+    rng: np.random.Generator, midi: float | None = None, seconds: float | None = None
+) -> np.ndarray:
+    length = int((seconds or rng.uniform(0.6, 2.0)) * SAMPLE_RATE)
     t = _time(length)
-    f0 = _midi_hz(rng.uniform(36, 84))
+    f0 = _midi_hz(rng.uniform(36, 84) if midi is None else midi)
     rate, depth = rng.uniform(4.5, 6.5), rng.uniform(0.003, 0.012)
     onset = np.minimum(t / 0.4, 1)  # the vibrato grows in after the attack
     freq = f0 * (1 + depth * onset * np.sin(2 * np.pi * rate * t))
@@ -283,6 +285,16 @@ def _bowed(rng: np.random.Generator) -> np.ndarray:
 def bowed(seconds: float, rng: np.random.Generator) -> np.ndarray:
     """Bowed strings: saw-like tones with vibrato that grows after the attack, and bow noise."""
     return _one_after_another(seconds, rng, _bowed, gap=(0.0, 0.2))
+
+
+def cello(seconds: float, rng: np.random.Generator) -> np.ndarray:
+    """A bowed line in a low register: one note after another, vibrato and bow noise."""
+    out = np.zeros(int(seconds * SAMPLE_RATE))
+    notes = [43, 47, 50, 55, 53, 50, 48, 47]  # MIDI numbers, G major-ish
+    step = seconds / len(notes)
+    for i, midi in enumerate(notes):
+        _place(out, _bowed(rng, midi, step * 0.97), i * step)
+    return out
 
 
 def voice(seconds: float, rng: np.random.Generator) -> np.ndarray:
@@ -324,6 +336,7 @@ GENERATORS = {
     "voices": voices,
     "bowed": bowed,
     "voice": voice,
+    "cello": cello,
 }
 """Every sound maker: ``make(seconds, rng)`` gives mono float64 audio at 44.1 kHz."""
 
@@ -350,7 +363,8 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(SEED)
-    for name, make in [("drums", drums), ("bass", bass), ("pad", pad), ("voice", voice)]:
+    shipped = [("drums", drums), ("bass", bass), ("pad", pad), ("voice", voice), ("cello", cello)]
+    for name, make in shipped:
         audio = normalize(make(args.seconds, rng))
         path = args.out / f"{name}.wav"
         sf.write(path, audio.astype(np.float32), SAMPLE_RATE, subtype="PCM_16")

@@ -21,6 +21,7 @@ class Named(nn.Module):
     descriptor and nothing else."""
 
     latent_names = ("pitch", "loudness", "texture")
+    latent_ranges = {"pitch": (-2.0, 1.0), "loudness": (-2.5, -0.5)}
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         frames = x.shape[-1] // HOP
@@ -76,3 +77,14 @@ def test_a_model_with_no_named_channel_is_refused():
 
     with pytest.raises(SweepError, match="names no latent channel among pitch"):
         lc.latent_walks(Unnamed(), {"a": torch.zeros(HOP)}, RATE)
+
+
+def test_without_ranges_a_channel_walks_what_the_sounds_span_and_a_walk_that_moves_nothing_fails():
+    model = Named()
+    model.latent_ranges = {}  # type: ignore[misc]
+    sounds = {"a": torch.zeros(RATE // 2 // HOP * HOP)}
+    walks = lc.latent_walks(model, sounds, RATE)
+    # The sounds encode to one pitch and one level: a walk of one value moves nothing, and
+    # a channel that moves nothing perceptibly does not hold, however monotonic.
+    assert walks[0].values == (-1.0,) * 9 and walks[1].values == (-1.5,) * 9
+    assert not any(w.holds for w in walks)

@@ -188,7 +188,20 @@ def synthesize(
     tilt = 1.3862943611198906 * brightness[:, None]  # ln(4): 6 dB more power an octave
     # In logarithms, so that a harmonic or a band given no power has a finite gradient.
     spread = torch.log_softmax(shapes[:, :h] + tilt * harmonic_octaves, 1)
-    noise_spread = torch.log_softmax(shapes[:, h : h + b] + tilt * band_octaves, 1)
+    # The noise takes the colour of the harmonics (their power, untilted, gathered into the
+    # noise bands) times what the decoder gives it: where training never shaped the noise of
+    # a sound, more noise does not make it brighter or darker, only noisier.
+    places = (pitch[:, None] - 1.1844245711374275) + harmonic_octaves  # octaves re 1 kHz
+    width = band_octaves[1, 0] - band_octaves[0, 0]
+    distance = (
+        places[:, :, None] - band_octaves.reshape(1, 1, b, 1)
+    ) / width  # [batch, h, b, frames]
+    colour = torch.einsum(
+        "bkf,bkgf->bgf", torch.softmax(shapes[:, :h], 1), (1 - distance.abs()).clamp_min(0)
+    )
+    noise_spread = torch.log_softmax(
+        shapes[:, h : h + b] + tilt * band_octaves + torch.log(colour + 1e-3), 1
+    )
     share = noisiness.clamp(1e-3, 1 - 1e-3)[:, None]
     balance = shapes[:, h + b :] + torch.log(share / (1 - share))
     level = 2.302585092994046 * loudness.clamp(max=2.0)[:, None]  # ln(10): the log of the RMS

@@ -11,10 +11,21 @@ from .analysis import FrameAnalysis
 from .cached_conv import CachedConv1d
 from .synth import HarmonicNoiseSynth
 
-__all__ = ["LATENT_NAMES", "TinyDDSP"]
+__all__ = ["LATENT_NAMES", "LATENT_RANGES", "TinyDDSP"]
 
 LATENT_NAMES = ("pitch", "loudness", "brightness", "noisiness")
 """The named channels of TinyDDSP's latent, first in its order; the learned ones follow."""
+
+LATENT_RANGES = {
+    "pitch": (-2.0, 1.0),
+    "loudness": (-2.5, -0.5),
+    "brightness": (-2.0, 2.0),
+    "noisiness": (0.0, 1.0),
+}
+"""The range worth walking each named channel over, in its units: pitch in octaves re 440 Hz
+(110 to 880 Hz), loudness as ``log10`` of an RMS (-50 to -10 dB), brightness in octaves re
+1 kHz (a centroid of 250 Hz to 4 kHz), noisiness from 0 (periodic) to 1 (noise). The timbre
+channels are ``tanh`` outputs, from -1 to 1."""
 
 
 class TinyDDSP(nn.Module):
@@ -80,6 +91,8 @@ class TinyDDSP(nn.Module):
         self.sample_rate = sample_rate
         self.latent_size = len(LATENT_NAMES) + timbres
         self.latent_names = list(LATENT_NAMES) + [f"timbre {i + 1}" for i in range(timbres)]
+        self.latent_ranges = dict(LATENT_RANGES)
+        self.latent_ranges.update({f"timbre {i + 1}": (-1.0, 1.0) for i in range(timbres)})
         self.latency = hop
         self.analysis = FrameAnalysis(hop, 2048, sample_rate, bands)
         self.encoder = nn.Sequential(

@@ -16,7 +16,6 @@ from .richness import THRESHOLDS, normalised_change
 
 __all__ = [
     "CHANNEL_DESCRIPTORS",
-    "DEFAULT_RANGES",
     "MONOTONIC",
     "STEPS",
     "LatentWalk",
@@ -32,17 +31,6 @@ CHANNEL_DESCRIPTORS: dict[str, str] = {
 }
 """The descriptor (a name of :func:`torchbend.audio.descriptors.describe`) that a latent channel
 of each name should move. Noisiness moves the harmonic-to-noise ratio the other way."""
-
-DEFAULT_RANGES: dict[str, tuple[float, float]] = {
-    "pitch": (-2.0, 1.0),
-    "loudness": (-2.5, -0.5),
-    "brightness": (-2.0, 2.0),
-    "noisiness": (0.0, 1.0),
-}
-"""The range each named channel is walked over, in the units of TinyDDSP's latent, where a
-model gives none (its ``latent_ranges``): pitch in octaves re 440 Hz (110 to 880 Hz),
-loudness as ``log10`` of an RMS (-50 to -10 dB), brightness in octaves re 1 kHz (250 Hz to
-4 kHz), noisiness from 0 (periodic) to 1 (noise)."""
 
 STEPS = 9
 """Values of each walk, evenly spaced over the range, ends included."""
@@ -124,9 +112,10 @@ class LatentWalk:
 
     @property
     def holds(self) -> bool:
-        """Monotonic (``|rho| >= MONOTONIC``) and moving its own descriptor more than any
-        other, in units of their thresholds."""
-        return abs(self.rho) >= MONOTONIC and self.effect(self.descriptor) > self.strongest_other[1]
+        """Monotonic (``|rho| >= MONOTONIC``), moving its own descriptor perceptibly (by one
+        threshold at least) and more than any other, in units of their thresholds."""
+        own = self.effect(self.descriptor)
+        return abs(self.rho) >= MONOTONIC and own >= 1.0 and own > self.strongest_other[1]
 
 
 def latent_walks(
@@ -146,7 +135,8 @@ def latent_walks(
         sounds (Mapping): name to mono signal ``[time]``, all of one length ``model`` takes.
         rate (int): sample rate in Hz.
         ranges (Mapping): channel name to ``(low, high)``; default the model's
-            ``latent_ranges`` if it has them, else :data:`DEFAULT_RANGES`.
+            ``latent_ranges`` if it has them, else from the 5th to the 95th percentile of
+            the channel over ``sounds``.
         steps (int): values per walk.
 
     Returns:
@@ -159,12 +149,16 @@ def latent_walks(
             f"{type(model).__name__} names no latent channel among "
             f"{', '.join(CHANNEL_DESCRIPTORS)} (its latent_names: {names or 'none'})"
         )
-    ranges = dict(ranges or getattr(model, "latent_ranges", None) or DEFAULT_RANGES)
     keys = list(sounds)
     x = torch.stack([sounds[k].reshape(-1) for k in keys])[:, None]
     walks = []
     with torch.inference_mode():
         z = model.encode(x)  # type: ignore[operator]
+        ranges = dict(ranges or getattr(model, "latent_ranges", None) or {})
+        for index, channel in channels:
+            if channel not in ranges:  # what the sounds span
+                low, high = torch.quantile(z[:, index].flatten(), torch.tensor([0.05, 0.95]))
+                ranges[channel] = (float(low), float(high))
         for index, channel in channels:
             low, high = ranges[channel]
             values = torch.linspace(low, high, steps).tolist()
