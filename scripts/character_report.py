@@ -54,6 +54,7 @@ LATENT_SECONDS = 1.0
 LATENT_SOUNDS = ("bass", "cello", "voice")
 MONOPHONIC = (
     "bass",
+    "cello",
     "voice",
     "bass (held out)",
     "voices (held out)",
