@@ -130,14 +130,15 @@ def test_a_torchscript_file_bends_activations_and_weights_as_from_python(tmp_pat
 def test_demo_renders_files_to_listen_to_and_a_picture_with_a_log_frequency_axis(
     tmp_path, capsys, monkeypatch
 ):
-    """The whole demo: its latent sweep drives the bass past full scale, which the safety
-    stage limits (and says so) instead of the file clipping it; the picture shows bass and
-    pad on a logarithmic frequency axis."""
+    """The whole demo, on the first 1.5 s of each sound: tiny_ddsp bent every way the demo
+    lists and walked over each named latent channel, on every shipped sound; no file clips
+    (the safety stage says what it did); what each bending does is printed, measured; the
+    picture shows every render on a logarithmic frequency axis."""
     import matplotlib.figure
     import soundfile as sf
 
     from torchbend.audio.safety import FILE_CEILING
-    from torchbend.demo import run_demo
+    from torchbend.demo import BENDINGS, SOUNDS, WALKS, run_demo
 
     figures = []
     savefig = matplotlib.figure.Figure.savefig
@@ -147,20 +148,27 @@ def test_demo_renders_files_to_listen_to_and_a_picture_with_a_log_frequency_axis
         return savefig(figure, *args, **kwargs)
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", keep)
-    renders = run_demo(tmp_path)
-    assert set(renders) == {"bass", "drums", "pad"}
+    renders = run_demo(tmp_path, seconds=1.5)
+    shipped = {path.stem for path in SOUNDS.glob("*.wav")}
+    assert set(renders) == shipped and {"bass", "drums", "pad", "voice"} <= shipped
+    variants = ["input", *BENDINGS, *(f"walk_{w.channel}" for w in WALKS)]
+    assert all(list(by) == variants for by in renders.values())
     assert (tmp_path / "spectrograms.png").stat().st_size > 0
     written = sorted(tmp_path.glob("*.wav"))
-    assert len(written) == 15  # the inputs, reconstructions, bendings
+    assert len(written) == len(shipped) * len(variants)
     for path in written:
         data = torch.from_numpy(sf.read(str(path), dtype="int16")[0]).int()
         assert int((data.abs() >= 32767).sum()) == 0, f"{path.name} clips"
-    assert float(renders["bass"]["latent_sweep"].abs().max()) <= FILE_CEILING
+    assert all(float(y.abs().max()) <= FILE_CEILING for by in renders.values() for y in by.values())
     out = capsys.readouterr().out
-    assert "rendering bass (latent sweep)... safety: limited" in out
+    assert "Safety stage (a limiter within -0.3 dBFS" in out and "no file clips" in out
+    table = out[out.index("What each bending does") : out.index("What the walk does")]
+    assert all(label in table for label in BENDINGS if label != "reconstruction")
+    walks = out[out.index("What the walk does") : out.index("Safety stage")]
+    assert all(f"walk_{w.channel}" in walks for w in WALKS)
     (figure,) = figures
     spectrograms = [ax for ax in figure.axes if ax.get_label() != "<colorbar>"]
-    assert len(spectrograms) == 15
+    assert len(spectrograms) == len(written)
     assert all(ax.get_yscale() == "log" and ax.get_ylim()[0] <= 50 for ax in spectrograms)
 
 

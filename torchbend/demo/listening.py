@@ -13,7 +13,7 @@ from tabulate import tabulate
 from ..audio.quality import loudness_lufs, spectral_distance
 from ..models import FrameAnalysis
 
-__all__ = ["Heard", "bending_table", "hear", "walk_table"]
+__all__ = ["Heard", "bending_table", "changes", "hear", "walk_table"]
 
 _HOP = 512
 """Samples per analysis frame."""
@@ -45,22 +45,30 @@ class Heard:
         return loudness > float(loudness.max()) - _RANGE
 
     def voiced(self) -> torch.Tensor:
+        """Which frames that count have a pitch."""
         return self.counted() & (self.frames[3] < _VOICED)
 
-    def brightness(self) -> float:
-        """Median centroid of the frames that count, in octaves re 1 kHz."""
-        return float(self.frames[2][self.counted()].median())
 
-    def pitch(self) -> float | None:
-        """Median pitch of the voiced frames, in octaves re 440 Hz; ``None`` for a render with
-        too few of them (a drum loop)."""
-        voiced = self.voiced()
-        if int(voiced.sum()) < _PITCHED * int(self.counted().sum()) or not bool(voiced.any()):
-            return None
-        return float(self.frames[0][voiced].median())
-
-    def noisiness(self) -> float:
-        return float(self.frames[3][self.counted()].median())
+def changes(bent: Heard, unbent: Heard, where: torch.Tensor | None = None) -> list[float | None]:
+    """How ``bent`` differs from ``unbent``, frame by frame (the median of the differences over
+    the frames that count in both, within ``where`` if given): pitch in semitones (frames
+    voiced in both; ``None`` where too few are), loudness in dB, centroid in octaves,
+    noisiness. Paired frames, not a median of each render: a pitch measure that jumps an
+    octave on some frames of one render does not decide the change."""
+    both = bent.counted() & unbent.counted()
+    voiced = bent.voiced() & unbent.voiced()
+    if where is not None:
+        both, voiced = both & where, voiced & where
+    change = bent.frames - unbent.frames
+    out: list[float | None] = []
+    for row, frames, factor in ((0, voiced, 12.0), (1, both, 20.0), (2, both, 1.0), (3, both, 1.0)):
+        enough = (
+            int(frames.sum()) >= max(1, _PITCHED * int(both.sum()))
+            if row == 0
+            else bool(frames.any())
+        )
+        out.append(factor * float(change[row][frames].median()) if enough else None)
+    return out
 
 
 def hear(audio: torch.Tensor, rate: int) -> Heard:
@@ -72,9 +80,14 @@ def hear(audio: torch.Tensor, rate: int) -> Heard:
     return Heard(loudness_lufs(audio, rate), frames)
 
 
-def _mean(values: Sequence[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
+def _median(values: Sequence[float | None]) -> float | None:
+    """The median of the known values (of an even count, the mean of the middle two): a
+    sound the measure misreads does not decide the row."""
+    known = sorted(v for v in values if v is not None and math.isfinite(v))
+    if not known:
+        return None
+    middle = len(known) // 2
+    return known[middle] if len(known) % 2 else (known[middle - 1] + known[middle]) / 2
 
 
 def _fmt(value: float | None, form: str) -> str:
@@ -87,7 +100,7 @@ def bending_table(
     bendings: Sequence[str],
     rate: int,
 ) -> str:
-    """Per bending, the mean over the sounds of how it moves each measure from the unbent
+    """Per bending, the median over the sounds of how it moves each measure from the unbent
     render (``"reconstruction"``), its spectral distance to it, and to the nearest other
     bending (:func:`~torchbend.audio.quality.spectral_distance`)."""
     known: dict[tuple[str, str, str], float] = {}
@@ -100,27 +113,23 @@ def bending_table(
 
     rows = []
     for label in bendings:
-        loudness, centroid, pitch, noise, apart, nearest = [], [], [], [], [], []
-        for sound, by in heard.items():
-            a, b = by["reconstruction"], by[label]
-            loudness.append(b.lufs - a.lufs)
-            centroid.append(b.brightness() - a.brightness())
-            pa, pb = a.pitch(), b.pitch()
-            pitch.append(None if pa is None or pb is None else 12 * (pb - pa))
-            noise.append(b.noisiness() - a.noisiness())
-            apart.append(distance(sound, label, "reconstruction"))
-            others = [distance(sound, label, o) for o in bendings if o != label]
-            nearest.append(min(others, default=math.nan))
-        octaves = _mean(centroid)
+        moved = [changes(by[label], by["reconstruction"]) for by in heard.values()]
+        loudness = [by[label].lufs - by["reconstruction"].lufs for by in heard.values()]
+        apart = [distance(sound, label, "reconstruction") for sound in heard]
+        nearest = [
+            min((distance(sound, label, o) for o in bendings if o != label), default=math.nan)
+            for sound in heard
+        ]
+        octaves = _median([m[2] for m in moved])
         rows.append(
             [
                 label,
-                _fmt(_mean(loudness), "+.1f"),
+                _fmt(_median(loudness), "+.1f"),
                 _fmt(None if octaves is None else 100 * (2**octaves - 1), "+.0f"),
-                _fmt(_mean(pitch), "+.1f"),
-                _fmt(_mean(noise), "+.2f"),
-                _fmt(_mean(apart), ".2f"),
-                _fmt(_mean(nearest), ".2f"),
+                _fmt(_median([m[0] for m in moved]), "+.1f"),
+                _fmt(_median([m[3] for m in moved]), "+.2f"),
+                _fmt(_median(apart), ".2f"),
+                _fmt(_median(nearest), ".2f"),
             ]
         )
     headers = [
@@ -135,41 +144,26 @@ def bending_table(
     return str(tabulate(rows, headers=headers, disable_numparse=True, stralign="right"))
 
 
-def _trend(walk: Heard, reference: Heard) -> list[float | None]:
-    """How the walk moves each measure from the reference, from the first fifth of the file
-    to the last: pitch in semitones, loudness in dB, centroid in percent, noisiness."""
-    both = walk.counted() & reference.counted()
-    frames = both.numel()
-    early = torch.zeros_like(both)
-    early[: frames // 5] = True
-    late = torch.zeros_like(both)
-    late[frames - frames // 5 :] = True
-    change = walk.frames - reference.frames
-
-    def moved(row: int, where: torch.Tensor) -> float | None:
-        first, last = where & early, where & late
-        if not bool(first.any()) or not bool(last.any()):
-            return None
-        return float(change[row][last].median() - change[row][first].median())
-
-    voiced = walk.voiced() & reference.voiced()
-    pitch, loudness = moved(0, voiced), moved(1, both)
-    bright, noise = moved(2, both), moved(3, both)
-    return [
-        None if pitch is None else 12 * pitch,
-        None if loudness is None else 20 * loudness,
-        None if bright is None else 100 * (2**bright - 1),
-        noise,
-    ]
+def _trend(walk: Heard, unbent: Heard) -> list[float | None]:
+    """How the walk moves each measure from the unbent render, from the first fifth of the
+    file to the last: pitch in semitones, loudness in dB, centroid in percent, noisiness."""
+    frames = walk.frames.shape[-1]
+    early = torch.arange(frames) < frames // 5
+    late = torch.arange(frames) >= frames - frames // 5
+    first, last = changes(walk, unbent, early), changes(walk, unbent, late)
+    moved = [None if a is None or b is None else b - a for a, b in zip(first, last)]
+    if moved[2] is not None:
+        moved[2] = 100 * (2 ** moved[2] - 1)
+    return moved
 
 
 def walk_table(heard: Mapping[str, Mapping[str, Heard]], walks: Sequence[str]) -> str:
-    """Per walk, the mean over the sounds of how each measure moves from the start of the file
+    """Per walk, the median over the sounds of how each measure moves from the start of the file
     to its end, against the unbent render."""
     rows = []
     for label in walks:
         trends = [_trend(by[label], by["reconstruction"]) for by in heard.values()]
-        columns = [_mean([t[i] for t in trends]) for i in range(4)]
+        columns = [_median([t[i] for t in trends]) for i in range(4)]
         forms = ["+.1f", "+.1f", "+.0f", "+.2f"]
         rows.append([label, *(_fmt(v, f) for v, f in zip(columns, forms))])
     headers = ["walk", "pitch (st)", "loudness (dB)", "centroid (%)", "noisiness"]

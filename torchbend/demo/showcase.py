@@ -201,11 +201,12 @@ def _report(
         )
     bendings = [label for label in BENDINGS if label != "reconstruction"]
     print(
-        "\nWhat each bending does to the sound, measured against the reconstruction (mean over "
-        "the sounds; pitch over the pitched ones; distance: multi-resolution spectral distance):"
+        "\nWhat each bending does to the sound, measured against the reconstruction, frame by "
+        "frame (median over the sounds; pitch where both are pitched; distance: spectral "
+        "distance, to the reconstruction and to the nearest other bending):"
     )
     print(bending_table(heard, renders, bendings, rate))
-    print("\nWhat the walk does, from the start of each file to its end (mean over the sounds):")
+    print("\nWhat the walk does, from the start of each file to its end (median over the sounds):")
     print(walk_table(heard, [f"walk_{walk.channel}" for walk in WALKS]))
     if safety:
         deepest = max((stats.max_reduction_db for _, stats in acted), default=0.0)
