@@ -58,6 +58,7 @@ def test_model_describes_the_model_and_the_method(client: Client) -> None:
     assert got["fn"] == "forward" and got["methods"] == ["forward"]
     assert (got["sample_rate"], got["block_size"], got["ratio"]) == (44100, 8192, 16)
     assert got["streams"] is True and got["sweep"] is None
+    assert got["latent_names"] is None  # TinyRave does not name its latent's channels
 
 
 def test_graph_is_the_traced_graph_in_order_with_shapes_and_modules(
