@@ -83,10 +83,21 @@ def spectral_distance(
     return total / len(sizes)
 
 
-def ddsp_loss(model: TinyDDSP, x: torch.Tensor) -> torch.Tensor:
-    """TinyDDSP's loss on ``x`` ``[batch, 1, time]``: see the module's docstring."""
-    y, x = aligned(model, x)
-    return spectral_distance(y, x, DDSP_FFT_SIZES, linear=True)
+def ddsp_loss(model: TinyDDSP, x: torch.Tensor, frames: torch.Tensor | None = None) -> torch.Tensor:
+    """TinyDDSP's loss on ``x`` ``[batch, 1, time]`` (see the module's docstring), from the
+    analysis ``frames`` of ``x`` if given (they do not learn: computed once, before training)."""
+    if frames is None:
+        frames = model.analysis(x)
+    y = model.decode(torch.cat([frames[:, :4], model.encoder(frames[:, 4:])], 1))
+    delay = model.latency
+    return spectral_distance(y[..., delay:], x[..., : x.shape[-1] - delay], DDSP_FFT_SIZES, True)
+
+
+@torch.no_grad()
+def analyse(model: TinyDDSP, sounds: list[torch.Tensor]) -> list[torch.Tensor]:
+    """TinyDDSP's analysis frames of each sound ``[1, time]``, ``[4 + bands, time // hop]``."""
+    model.analysis.eval()
+    return [model.analysis(s[None, :, : s.shape[-1] // model.hop * model.hop])[0] for s in sounds]
 
 
 def evaluate(model: TinyRave | TinyDDSP, sounds: list[torch.Tensor]) -> tuple[float, float]:
@@ -120,6 +131,32 @@ def order_latent(model: TinyRave, sounds: list[torch.Tensor]) -> None:
     first.weight.copy_(torch.einsum("hlt,lc->hct", first.weight, rotation))
 
 
+def write(
+    model: TinyRave | TinyDDSP,
+    out: Path,
+    paths: list[Path],
+    made: dict[str, object],
+    step: int,
+    heldout: tuple[float, float],
+    device: str,
+) -> None:
+    """Write ``model``'s weights to ``out`` with its config and how it was trained."""
+    metadata = {
+        "config": json.dumps(model.config),
+        "steps": str(step),
+        (
+            "heldout_loss" if isinstance(model, TinyDDSP) else "heldout_error_db"
+        ): f"{heldout[0]:.3f}",
+        "trained_on": ", ".join([p.name for p in paths] + list(made)),
+        "torch": torch.__version__,
+        "platform": platform.platform(),
+        "device": device,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    save_file(state, str(out), metadata=metadata)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sounds", type=Path, default=ROOT / "assets/sounds")
@@ -135,12 +172,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu", help="cpu, or cuda when there is a GPU")
+    parser.add_argument("--save-every", type=int, default=0, help="also write every N steps")
     args = parser.parse_args()
     if args.time_limit <= 0:
         parser.error(f"--time-limit must be positive, got {args.time_limit}")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         parser.error("--device cuda asked for, but torch sees no CUDA device")
     torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(True)  # tiny amplitudes otherwise slow every step down tenfold
     device = torch.device(args.device)
     out = args.out or ROOT / "assets" / f"{args.model}.safetensors"
 
@@ -165,6 +204,7 @@ def main() -> None:
     before = evaluate(model, held)
     unit = "" if isinstance(model, TinyDDSP) else " dB"
     print(f"untrained: held-out error {before[0]:.3f}{unit}, spectral distance {before[1]:.3f}")
+    frames = analyse(model, train) if isinstance(model, TinyDDSP) else None
     model.to(device)
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.Adam(trainable, lr=args.lr)
@@ -181,18 +221,29 @@ def main() -> None:
         for group in optimizer.param_groups:
             group["lr"] = args.lr * (0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * frac)))
         picks = torch.multinomial(weights, args.batch, replacement=True, generator=generator)
-        batch = []
+        batch, analysed = [], []
         for pick in picks.tolist():
             sound = train[pick]
-            i = int(torch.randint(sound.shape[-1] - crop + 1, (1,), generator=generator))
+            # Crops start on a frame of the model (its ratio), so that precomputed analysis
+            # frames line up with them.
+            i = int(
+                torch.randint(
+                    (sound.shape[-1] - crop) // model.ratio + 1, (1,), generator=generator
+                )
+            )
+            i *= model.ratio
             piece = sound[:, i : i + crop]
             gain = 10 ** (float(torch.empty(()).uniform_(-40, 3, generator=generator)) / 20)
             gain = min(gain, 0.99 / max(float(piece.abs().max()), 1e-6))
             batch.append(piece * gain)
+            if frames is not None:  # the analysis reads the level as log10 of an RMS
+                piece_frames = frames[pick][:, i // model.ratio : (i + crop) // model.ratio].clone()
+                piece_frames[1] += math.log10(gain)
+                analysed.append(piece_frames)
         x = torch.stack(batch).to(device)
         model.train()
         if isinstance(model, TinyDDSP):
-            loss = error = ddsp_loss(model, x)
+            loss = error = ddsp_loss(model, x, torch.stack(analysed).to(device))
         else:
             y, x = aligned(model, x)
             error = error_bels(y, x)
@@ -203,6 +254,8 @@ def main() -> None:
         step += 1
         if step % 100 == 0:
             print(f"step {step:5d}  {elapsed:6.0f} s  loss {loss.item():.4f}", flush=True)
+        if args.save_every and step % args.save_every == 0:  # to listen while it trains
+            write(model, out, paths, made, step, (math.nan, math.nan), args.device)
 
     model.cpu()
     if isinstance(model, TinyRave):
@@ -213,18 +266,7 @@ def main() -> None:
         f"{after[0]:.3f}{unit}, spectral distance {after[1]:.3f} (untrained "
         f"{before[0]:.3f}{unit}, {before[1]:.3f})"
     )
-    metadata = {
-        "config": json.dumps(model.config),
-        "steps": str(step),
-        ("heldout_loss" if isinstance(model, TinyDDSP) else "heldout_error_db"): f"{after[0]:.3f}",
-        "trained_on": ", ".join([p.name for p in paths] + list(made)),
-        "torch": torch.__version__,
-        "platform": platform.platform(),
-        "device": args.device,
-    }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    state = {k: v.contiguous() for k, v in model.state_dict().items()}
-    save_file(state, str(out), metadata=metadata)
+    write(model, out, paths, made, step, after, args.device)
     print(f"wrote {out}")
 
 

@@ -7,11 +7,13 @@ one frame every hop, causal, streamable block by block."""
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ..errors import ModelError
+from .compiled import eager, scripted
 
-__all__ = ["FrameAnalysis", "band_centres"]
+__all__ = ["FrameAnalysis", "band_centres", "frame_features", "yin"]
 
 SILENT_PITCH = -1.0
 """The pitch given to silent frames, in octaves re 440 Hz (220 Hz): a resting value, so that a
@@ -34,7 +36,7 @@ class FrameAnalysis(nn.Module):
       normalised difference, its first dip below 0.15 (else its lowest point) between the
       ``lowest`` and ``highest`` frequencies, refined by a parabola. Silent frames read
       :data:`SILENT_PITCH`.
-    - ``loudness``: ``log10`` of the RMS of the frame's last 512 samples (-1 is
+    - ``loudness``: ``log10`` of the RMS of the frame's last 1024 samples (-1 is
       -20 dB re full scale; digital silence reads -6).
     - ``brightness``: the spectral centroid of the last 512 samples (Hann window), in octaves
       re 1 kHz (``log2(centroid / 1000)``).
@@ -101,30 +103,35 @@ class FrameAnalysis(nn.Module):
         self.streaming = False
         self.register_buffer("cache", torch.zeros(1, 1, window - hop), persistent=False)
         self.register_buffer("lags", torch.arange(half, dtype=torch.float32), persistent=False)
-        self.span = self.longest - self.shortest
-        self.register_buffer("offsets", torch.arange(self.span), persistent=False)
-        self.register_buffer("around", torch.tensor([-1, 0, 1]) + self.shortest, persistent=False)
-        self.pitch_scale = rate / 440.0
-        # The spectrum of the last 512 samples (Hann window) as one product with the real and
-        # imaginary parts of the DFT side by side: at one frame a call, a matrix product costs
-        # a few microseconds where torch.fft's set-up costs tens.
+        self.register_buffer("offsets", torch.arange(self.longest - self.shortest), False)
+        self.register_buffer("around", torch.tensor([-1, 0, 1]) + self.shortest, False)
+        self.register_buffer(
+            "bounds", torch.tensor([self.shortest, self.longest, rate / 440]), False
+        )
+        # The power spectrum of the last 512 samples (Hann window) as one product with the
+        # real and imaginary parts of the DFT side by side: at one frame a call, a matrix
+        # product costs a few microseconds where torch.fft's set-up costs tens.
         size = 512
         freqs = torch.fft.rfftfreq(size, 1 / sample_rate, dtype=torch.float64)
         n = torch.arange(size, dtype=torch.float64)
         angle = 2 * math.pi * n[:, None] * torch.arange(freqs.numel(), dtype=torch.float64) / size
-        hann = torch.hann_window(size, dtype=torch.float64)[:, None]
-        dft = torch.cat([angle.cos() * hann, angle.sin() * hann], 1)
+        hann = torch.hann_window(size, periodic=False, dtype=torch.float64)
+        dft = torch.cat([angle.cos() * hann[:, None], angle.sin() * hann[:, None]], 1)
         self.register_buffer("dft", dft.float(), persistent=False)
-        self.register_buffer("freqs", freqs.float(), persistent=False)
-        # Triangular bands in log frequency, each reaching its neighbours' centres, and at
-        # least one bin wide (the lowest ones are narrower than a bin of 86 Hz).
+        # What the frame's power spectrum is summed into, in one product: the power in each
+        # band (triangles in log frequency, each reaching its neighbours' centres, and at least
+        # one bin wide: the lowest are narrower than a bin of 86 Hz), the power times
+        # frequency (for the centroid) and the total power.
         centres = band_centres(bands, 60.0, 16000.0).log2()
         step = float(centres[1] - centres[0])
         distance = (freqs.clamp_min(1.0).log2()[:, None] - centres[None]).abs() / step
         weights = (1 - distance).clamp_min(0)
         nearest = (freqs[:, None] - 2 ** centres[None]).abs().argmin(0)
         weights[nearest, torch.arange(bands)] = weights[nearest, torch.arange(bands)].clamp_min(1)
-        self.register_buffer("band_weights", weights.float(), persistent=False)
+        sums = torch.cat([weights, freqs[:, None], torch.ones_like(freqs)[:, None]], 1)
+        self.register_buffer("sums", sums.float(), persistent=False)
+        self.bands = bands
+        self.register_buffer("rest", torch.tensor([SILENT_PITCH, 1.0]), persistent=False)
         self.bins = freqs.numel()
         self.channels = 4 + bands
 
@@ -142,45 +149,70 @@ class FrameAnalysis(nn.Module):
         else:
             x = nn.functional.pad(x, (pad, 0))
         frames = x[:, 0].unfold(-1, self.window, self.hop)  # [batch, frames, window]
-        pitch, noisiness = self._pitch(frames)
-        tail = frames[..., self.window - 512 :]
-        loudness = tail.pow(2).mean(-1).add(1e-12).log10() * 0.5
-        parts = (tail @ self.dft).pow(2)
-        power = parts[..., : self.bins] + parts[..., self.bins :]
-        magnitude = power.add(1e-20).sqrt()
-        centroid = (magnitude @ self.freqs + 1e-6) / (magnitude.sum(-1) + 1e-9)
-        brightness = (centroid * 1e-3).log2()
-        bands = power @ self.band_weights + 1e-12
-        shape = (bands / bands.sum(-1, keepdim=True)).log10() * 0.5 + 1.0
-        named = torch.stack([pitch, loudness, brightness, noisiness], -1)
-        return torch.cat([named, shape], -1).transpose(1, 2)
+        search = [self.lags, self.offsets, self.around, self.rest, self.bounds]  # see yin()
+        if torch.jit.is_scripting() or not eager():
+            return frame_features(frames, self.dft, self.sums, search)
+        return _scripted_frame_features(frames, self.dft, self.sums, search)
 
-    def _pitch(self, frames: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """YIN on ``frames`` decimated by four: pitch (octaves re 440 Hz), noisiness."""
-        half = self.half
-        batch, count = frames.shape[0], frames.shape[1]
-        low = frames.reshape(batch, count, 2 * half, 4).mean(-1)  # decimated by four
-        correlation = (low.unfold(-1, half, 1)[:, :, :half] @ low[:, :, :half, None])[..., 0]
-        energy = low.pow(2).cumsum(-1)  # sum of x[j + lag]^2 over the half window, each lag:
-        shifted = energy[..., half - 1 : 2 * half - 1] - self._before(energy[..., : half - 1])
-        difference = shifted[..., :1] + shifted - 2 * correlation
-        normalised = difference * self.lags / (difference.cumsum(-1) + 1e-9)
-        # YIN's rule: the first dip below 0.15, not the lowest point (which can fall on a
-        # multiple of the period); none below it, the lowest point.
-        middle = normalised[..., self.shortest : self.longest]
-        below = middle < 0.15
-        first = torch.where(below.any(-1), below.to(torch.int8).argmax(-1), self.span)
-        reach = (first + first // 2 + 2)[..., None]
-        lag = torch.where(self.offsets <= reach, middle, middle + 10.0).argmin(-1)
-        near = normalised.gather(-1, lag[..., None] + self.around)  # lag - 1, lag, lag + 1
-        before, at, after = near.unbind(-1)
-        shift = 0.5 * (before - after) / ((before - 2 * at + after).abs() + 1e-3)
-        period = (lag + self.shortest).to(frames.dtype) + shift.clamp(-0.5, 0.5)
-        pitch = torch.log2(self.pitch_scale / period)
-        silent = shifted[..., 0] < 1e-10
-        pitch = torch.where(silent, -1.0, pitch)  # SILENT_PITCH
-        noisiness = torch.where(silent, 1.0, at.clamp(0.0, 1.0))
-        return pitch, noisiness
 
-    def _before(self, energy: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.pad(energy, (1, 0))
+def frame_features(
+    frames: torch.Tensor, dft: torch.Tensor, sums: torch.Tensor, search: list[torch.Tensor]
+) -> torch.Tensor:
+    """:class:`FrameAnalysis`'s channels ``[batch, 4 + bands, frames]`` of ``frames``
+    ``[batch, frames, window]``, given its constant tensors (``search``: see :func:`yin`)."""
+    window = frames.shape[-1]
+    if frames.shape[1] <= 32:
+        pitch, noisiness = yin(frames, search)
+    else:  # the pitch search holds [lags, half window] numbers a frame: 32 frames at a time
+        pitches = [yin(frames[:, i : i + 32], search) for i in range(0, frames.shape[1], 32)]
+        pitch = torch.cat([p[0] for p in pitches], 1)
+        noisiness = torch.cat([p[1] for p in pitches], 1)
+    spectrum = (frames[..., window - 512 :] @ dft).pow(2)
+    half = spectrum.shape[-1] // 2
+    summed = (spectrum[..., :half] + spectrum[..., half:]) @ sums
+    power = summed[..., -1:]
+    loudness = frames[..., window - 1024 :].pow(2).mean(-1).add(1e-12).log10() * 0.5
+    centroid = (summed[..., -2] + 1e-6) / (power[..., 0] + 1e-9)
+    brightness = centroid.log2() - 9.965784284662087  # octaves re 1 kHz
+    shape = ((summed[..., :-2] + 1e-12) / (power + 1e-12)).log10() * 0.5 + 1.0
+    named = torch.stack([pitch, loudness, brightness, noisiness], -1)
+    return torch.cat([named, shape], -1).transpose(1, 2)
+
+
+def yin(frames: torch.Tensor, search: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """YIN on ``frames`` ``[batch, frames, window]`` decimated by four: pitch (octaves re 440
+    Hz) and noisiness, each ``[batch, frames]``. ``search`` holds the lags ``0..half - 1``,
+    the offsets of the searched lags from the shortest, the shortest lag plus ``-1, 0, 1``,
+    the values of a silent frame, and ``[shortest, longest, rate / 440]``."""
+    lags, offsets, around, rest, bounds = search
+    shortest, longest, scale = int(bounds[0]), int(bounds[1]), bounds[2]
+    half = lags.shape[0]
+    batch, count = frames.shape[0], frames.shape[1]
+    low = frames.reshape(batch, count, 2 * half, 4).mean(-1)  # decimated by four
+    correlation = (low.unfold(-1, half, 1)[:, :, :half] @ low[:, :, :half, None])[..., 0]
+    energy = low.pow(2).cumsum(-1)  # the sum of x[j + lag]^2 over the half window, each lag:
+    shifted = energy[..., half - 1 : 2 * half - 1] - F.pad(energy[..., : half - 1], (1, 0))
+    difference = shifted[..., :1] + shifted - 2 * correlation
+    normalised = difference * lags / (difference.cumsum(-1) + 1e-9)
+    # YIN's rule: the first dip below 0.15, not the lowest point (which can fall on a multiple
+    # of the period); none below it, the lowest point.
+    middle = normalised[..., shortest:longest]
+    below = middle < 0.15
+    first = torch.where(below.any(-1), below.to(torch.int8).argmax(-1), longest - shortest)
+    reach = (first + first // 2 + 2)[..., None]
+    lag = (middle + (offsets > reach) * 10.0).argmin(-1)
+    near = normalised.gather(-1, lag[..., None] + around)  # lag - 1, lag, lag + 1
+    before, at, after = near.unbind(-1)
+    shift = 0.5 * (before - after) / ((before - 2 * at + after).abs() + 1e-3)
+    period = shift.clamp(-0.5, 0.5) + (lag + shortest)
+    pitch = torch.log2(scale / period)
+    silent = (shifted[..., 0] < 1e-10)[..., None]
+    named = torch.where(silent, rest, torch.stack([pitch, at.clamp(0.0, 1.0)], -1))
+    return named[..., 0], named[..., 1]
+
+
+@torch.jit.unused
+def _scripted_frame_features(
+    frames: torch.Tensor, dft: torch.Tensor, sums: torch.Tensor, search: list[torch.Tensor]
+) -> torch.Tensor:
+    return scripted(frame_features)(frames, dft, sums, search)

@@ -11,8 +11,9 @@ from torch import nn
 
 from ..errors import ModelError
 from .analysis import band_centres
+from .compiled import eager, scripted
 
-__all__ = ["HarmonicNoiseSynth"]
+__all__ = ["HarmonicNoiseSynth", "noise_tables", "soft_knee", "synthesize"]
 
 NOISE_PERIOD = 131071
 """Samples of the noise tables (a prime, about 3 s at 44.1 kHz): the noise repeats at no
@@ -59,7 +60,7 @@ class HarmonicNoiseSynth(nn.Module):
     carry on. Offline a call starts from silence (a previous frame of zeros); in streaming
     mode from where the last block ended, so consecutive blocks give one offline call's
     output. The output goes through a soft knee: unchanged below 0.9 in magnitude, bent
-    smoothly towards 1 above, so that no bending makes it clip. A leaf of bended graphs.
+    smoothly towards 0.999 above, so that no bending makes it clip. A leaf of bended graphs.
 
     Args:
         hop (int): samples per frame.
@@ -102,7 +103,6 @@ class HarmonicNoiseSynth(nn.Module):
         self.streaming = False
         tables = noise_tables(bands, NOISE_PERIOD, sample_rate).T.contiguous()
         self.register_buffer("tables", tables, persistent=False)  # [time, bands]
-        self.register_buffer("noise_on", torch.ones(1, bands, 1), persistent=False)
         orders = torch.arange(1, harmonics + 1, dtype=torch.float32)
         self.register_buffer("orders", orders[:, None], persistent=False)
         self.register_buffer("harmonic_octaves", orders.log2()[:, None], persistent=False)
@@ -110,6 +110,7 @@ class HarmonicNoiseSynth(nn.Module):
         self.register_buffer("band_octaves", octaves[:, None], persistent=False)
         ramp = torch.arange(1, hop + 1, dtype=torch.float32) / hop
         self.register_buffer("ramp", ramp, persistent=False)
+        self.register_buffer("rate", torch.tensor(float(sample_rate)), persistent=False)
         # The state a stream carries: the oscillators' phase (float64: it is summed over
         # every sample), the noise tables' position, and the last frame's fundamental,
         # harmonic amplitudes and noise gains.
@@ -125,55 +126,26 @@ class HarmonicNoiseSynth(nn.Module):
 
     def forward(self, controls: torch.Tensor, shapes: torch.Tensor) -> torch.Tensor:
         batch, frames = controls.shape[0], controls.shape[-1]
-        h, b = self.harmonics, self.bands
-        pitch, loudness, brightness, noisiness = controls.unbind(1)  # each [batch, frames]
-        f0 = (440.0 * torch.exp2(pitch)).clamp(1.0, 20000.0)[:, None]
-        tilt = math.log(4.0) * brightness[:, None]
-        # In logarithms, so that a harmonic or a band given no power has a finite gradient.
-        spread = torch.log_softmax(shapes[:, :h] + tilt * self.harmonic_octaves, 1)
-        noise_spread = torch.log_softmax(shapes[:, h : h + b] + tilt * self.band_octaves, 1)
-        share = noisiness.clamp(1e-3, 1 - 1e-3)[:, None]
-        balance = shapes[:, h + b :] + torch.log(share / (1 - share))
-        level = math.log(10.0) * loudness.clamp(max=2.0)[:, None]  # log of the RMS
-        amplitudes = torch.exp(level + 0.5 * (math.log(2.0) + F.logsigmoid(-balance) + spread))
-        gains = torch.exp(level + 0.5 * (F.logsigmoid(balance) + noise_spread))
-        now = torch.cat([f0, amplitudes, gains], 1)  # [batch, 1 + h + b, frames]
         if self.streaming:
             if self.last.shape[0] != batch:
-                self.last = controls.new_zeros(batch, 1 + h + b, 1)
+                self.last = controls.new_zeros(batch, self.last.shape[1], 1)
                 self.phase = torch.zeros(batch, 1, dtype=torch.float64, device=controls.device)
             last, phase, position = self.last, self.phase, self.position
         else:
-            last = controls.new_zeros(batch, 1 + h + b, 1)
+            last = controls.new_zeros(batch, self.last.shape[1], 1)
             phase = torch.zeros(batch, 1, dtype=torch.float64, device=controls.device)
             position = torch.zeros((), dtype=torch.long, device=controls.device)
-        start = torch.cat([last, now[..., :-1]], -1)  # each frame glides from the one before
-        # A harmonic sounds only while it stays below 20 kHz at both ends of its glide.
-        top = torch.maximum(start[:, :1], now[:, :1]) * self.orders
-        audible = torch.cat(
-            [(top < 20000.0).to(controls.dtype), self.noise_on.expand(batch, b, frames)], 1
-        )
-        ramp = self.ramp
-        f0s = start[:, 0, :, None] + (now[:, 0, :, None] - start[:, 0, :, None]) * ramp
-        step = f0s.reshape(batch, -1).double() * (2 * math.pi / self.sample_rate)
-        phases = (phase + step.cumsum(-1)).remainder(2 * math.pi)
-        # One matrix product plays every oscillator and noise band at both ends of each
-        # frame's glide: the sound is [sines | noise] @ [amplitudes at start | at end].
-        waves = torch.sin(phases.float()[..., None] * self.orders[:, 0])  # [batch, time, h]
-        noise = self.noise(position, frames * self.hop)  # [time, b]
-        basis = torch.cat([waves, noise.expand(batch, -1, -1)], -1).reshape(
-            batch, frames, -1, h + b
-        )
-        ends = torch.stack(
-            [start[:, 1:] * audible, now[:, 1:] * audible], -1
-        )  # [batch, h + b, frames, 2]
-        both = basis @ ends.permute(0, 2, 1, 3)  # [batch, frames, hop, 2]
-        y = (both[..., 0] + (both[..., 1] - both[..., 0]) * ramp).reshape(batch, 1, -1)
+        noise = self.noise(position, frames * self.hop)
+        constants = [self.orders, self.harmonic_octaves, self.band_octaves, self.ramp, self.rate]
+        if torch.jit.is_scripting() or not eager():
+            y, now, phases = synthesize(controls, shapes, last, phase, noise, constants)
+        else:
+            y, now, phases = _scripted_synthesize(controls, shapes, last, phase, noise, constants)
         if self.streaming:
             self.last.copy_(now[..., -1:])
             self.phase.copy_(phases[:, -1:])
             self.position.copy_((position + frames * self.hop) % self.tables.shape[0])
-        return soft_knee(y)
+        return y
 
     def noise(self, position: torch.Tensor, length: int) -> torch.Tensor:
         """``length`` samples of the noise tables from ``position`` on, ``[length, bands]``."""
@@ -185,8 +157,71 @@ class HarmonicNoiseSynth(nn.Module):
         return self.tables[index]
 
 
-def soft_knee(y: torch.Tensor, knee: float = 0.9) -> torch.Tensor:
-    """``y`` below ``knee`` in magnitude, above it bent smoothly (``tanh``) towards 1."""
+def synthesize(
+    controls: torch.Tensor,
+    shapes: torch.Tensor,
+    last: torch.Tensor,
+    phase: torch.Tensor,
+    noise: torch.Tensor,
+    constants: list[torch.Tensor],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:class:`HarmonicNoiseSynth`'s sound ``[batch, 1, frames * hop]`` from its ``controls``
+    and ``shapes``, the ``last`` frame played ``[batch, 1 + harmonics + bands, 1]``, the
+    oscillators' ``phase`` ``[batch, 1]`` (float64) and the ``noise`` tables' next samples
+    ``[frames * hop, bands]``; ``constants`` holds the harmonic orders ``[harmonics, 1]``,
+    their octaves, the bands' octaves re 1 kHz, the glide ramp ``[hop]`` and the sample
+    rate. Also returns the frames played and the phase of every sample, for a stream to
+    carry on from."""
+    orders, harmonic_octaves, band_octaves, ramp, rate = constants
+    batch, frames = controls.shape[0], controls.shape[-1]
+    h, b = orders.shape[0], band_octaves.shape[0]
+    pitch, loudness, brightness, noisiness = controls.unbind(1)  # each [batch, frames]
+    f0 = (440.0 * torch.exp2(pitch)).clamp(1.0, 20000.0)[:, None]
+    tilt = 1.3862943611198906 * brightness[:, None]  # ln(4): 6 dB more power an octave
+    # In logarithms, so that a harmonic or a band given no power has a finite gradient.
+    spread = torch.log_softmax(shapes[:, :h] + tilt * harmonic_octaves, 1)
+    noise_spread = torch.log_softmax(shapes[:, h : h + b] + tilt * band_octaves, 1)
+    share = noisiness.clamp(1e-3, 1 - 1e-3)[:, None]
+    balance = shapes[:, h + b :] + torch.log(share / (1 - share))
+    level = 2.302585092994046 * loudness.clamp(max=2.0)[:, None]  # ln(10): the log of the RMS
+    amplitudes = torch.exp(level + 0.5 * (0.6931471805599453 + F.logsigmoid(-balance) + spread))
+    gains = torch.exp(level + 0.5 * (F.logsigmoid(balance) + noise_spread))
+    now = torch.cat([f0, amplitudes, gains], 1)  # [batch, 1 + h + b, frames]
+    start = torch.cat([last, now[..., :-1]], -1)  # each frame glides from the one before
+    f0s = torch.lerp(start[:, 0, :, None], now[:, 0, :, None], ramp)
+    step = f0s.reshape(batch, -1).double() * (2 * math.pi / rate.double())
+    phases = (phase + step.cumsum(-1)).remainder(2 * math.pi)
+    # One matrix product plays every oscillator and noise band at both ends of each frame's
+    # glide: the sound is [sines | noise] @ [amplitudes at start | at end].
+    waves = torch.sin(phases.float()[..., None] * orders[:, 0])  # [batch, time, h]
+    basis = torch.cat([waves, noise.expand(batch, -1, -1)], -1)
+    ends = torch.stack([start, now], -1)[:, 1:]  # [batch, h + b, frames, 2]
+    # A harmonic sounds only while it stays below 20 kHz at both ends of its glide.
+    top = torch.maximum(start[:, :1], now[:, :1]) * orders
+    ends[:, :h] *= (top < 20000.0)[..., None]
+    both = basis.reshape(batch, frames, -1, h + b) @ ends.permute(0, 2, 1, 3)
+    y = torch.lerp(both[..., 0], both[..., 1], ramp).reshape(batch, 1, -1)
+    if bool(y.abs().amax() > 0.9):  # rarely: only what a bending made loud
+        y = soft_knee(y, 0.9)
+    return y, now, phases
+
+
+@torch.jit.unused
+def _scripted_synthesize(
+    controls: torch.Tensor,
+    shapes: torch.Tensor,
+    last: torch.Tensor,
+    phase: torch.Tensor,
+    noise: torch.Tensor,
+    constants: list[torch.Tensor],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return scripted(synthesize)(controls, shapes, last, phase, noise, constants)  # type: ignore[no-any-return]
+
+
+def soft_knee(y: torch.Tensor, knee: float = 0.9, ceiling: float = 0.999) -> torch.Tensor:
+    """``y`` below ``knee`` in magnitude, above it bent smoothly (``tanh``, slope 1 at the
+    knee) towards ``ceiling``, which it never passes."""
+    room = ceiling - knee
     over = (y.abs() - knee).clamp_min(0.0)
-    bent = knee + (1 - knee) * torch.tanh(over / (1 - knee))
+    bent = knee + room * torch.tanh(over / room)
     return torch.where(over > 0, torch.sign(y) * bent, y)
