@@ -162,6 +162,7 @@ def test_demo_renders_files_to_listen_to_and_a_picture_with_a_log_frequency_axis
     assert all(float(y.abs().max()) <= FILE_CEILING for by in renders.values() for y in by.values())
     out = capsys.readouterr().out
     assert "Safety stage (a limiter within -0.3 dBFS" in out and "no file clips" in out
+    assert "#latent  pitch, loudness, brightness, noisiness" in out  # the table names them
     table = out[out.index("What each bending does") : out.index("What the walk does")]
     assert all(label in table for label in BENDINGS if label != "reconstruction")
     walks = out[out.index("What the walk does") : out.index("Safety stage")]

@@ -120,8 +120,8 @@ def _run(out: Path, seconds: float | None, safety: bool) -> dict[str, dict[str, 
     bended.trace("forward", x=example)
     latent = _latent_node(bended, len(names))
     bended.mark("latent", latent)
-    print(f"Activations of {MODEL}'s forward (call_module nodes, and its latent):")
-    bended.print_activations(op="call_module|call_function", flt=f"{latent}$|(?!getitem|cat)")
+    print(f"Activations of {MODEL}'s forward (its layers, and its latent, #latent):")
+    bended.print_activations(exclude=[r"^getitem", r"^cat_"])
 
     setups = _setups(bended, latent)
     position = walk_control()
