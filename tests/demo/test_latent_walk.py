@@ -68,7 +68,7 @@ def walked():
         stream = tb.audio.Stream(bended, block_size=2048, sample_rate=rate)
         stream.reset()
         out["unbent"] = hear(stream.process(audio), rate)
-        bended.bend(OnChannel(names.index("pitch"), bias=pitch.reach * position), "cat$")
+        bended.bend(pitch.callback(names.index("pitch"), position), "cat$")
         bended.update("walk", -1.0, ramp=False)
         stream.reset()
         out["walk"] = hear(stream.process(audio, before_block=move), rate)

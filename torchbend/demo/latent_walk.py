@@ -70,22 +70,36 @@ class OnChannel(BendingCallback):
 
 @dataclass(frozen=True)
 class Walk:
-    """How far the walk moves one named channel: from ``-reach`` to ``+reach`` (added to what
-    the encoder measured) across the file."""
+    """How the walk moves one named channel across the file: from ``start`` to ``end``, added
+    to what the encoder measured (an offset: the melody and the dynamics stay), or in place of
+    it (``replace``: the whole range of a channel bounded on both sides)."""
 
     channel: str
     """The channel's name in ``model.latent_names``."""
-    reach: float
-    """The largest offset, in the channel's units."""
+    start: float
+    """Where the walk starts, in the channel's units."""
+    end: float
+    """Where it ends."""
     unit: str
     """What the channel's units are, for the printed description."""
+    replace: bool = False
+    """Whether the walk sets the channel instead of offsetting it."""
+
+    def callback(self, channel: int, position: Control) -> OnChannel:
+        """The bending of channel ``channel`` that follows ``position`` (-1 to 1)."""
+        middle, half = (self.start + self.end) / 2, (self.end - self.start) / 2
+        return OnChannel(channel, scale=0.0 if self.replace else 1.0, bias=middle + half * position)
+
+    def describe(self) -> str:
+        how = "set" if self.replace else "offset"
+        return f"{how} from {self.start:+g} to {self.end:+g} ({self.unit}) across the file"
 
 
 WALKS = (
-    Walk("pitch", 1.0, "octave"),
-    Walk("loudness", 0.5, "x 20 dB"),
-    Walk("brightness", 1.5, "octave of centroid"),
-    Walk("noisiness", 0.6, "of the 0-1 noise share"),
+    Walk("pitch", -1.0, 1.0, "octaves"),
+    Walk("loudness", -0.5, 0.5, "x 20 dB"),
+    Walk("brightness", -1.5, 1.5, "octaves of centroid, x 6 dB an octave"),
+    Walk("noisiness", 0.0, 1.0, "share of noise, 0 to 1", replace=True),
 )
 """The demo's latent walk: each named channel of the character model, moved on its own."""
 

@@ -11,7 +11,7 @@ import torch
 from ..audio.safety import FILE_CEILING, Safety
 from ..audio.safety_stats import SafetyStats, decibels
 from ..bended import BendedModule
-from ..callbacks import BendingCallback, Mask, Noise, Permute
+from ..callbacks import BendingCallback, Permute, Scale
 from ..errors import TorchbendError
 from .latent_walk import WALKS, OnChannel, walk_control
 from .listening import Heard, bending_table, hear, walk_table
@@ -26,16 +26,17 @@ MODEL = "tiny_ddsp"
 
 BENDINGS = {
     "reconstruction": "none: the model unbent, resynthesizing the input (compare with it)",
-    "fifth_up": "OnChannel(0, bias=7/12) on the latent: its pitch channel a fifth up; the "
-    "decoder reads the new pitch, so the timbre follows",
-    "breathy": "OnChannel(3, bias=0.5) on the latent: the noisiness channel up, the harmonics "
-    "give way to filtered noise (a whisper)",
+    "fifth_up": "OnChannel(0, bias=7/12) on the latent: its pitch channel a fifth up (+7 "
+    "semitones); the decoder reads the new pitch, so the timbre follows it",
+    "whisper": "OnChannel(3, scale=0, bias=1) on the latent: its noisiness channel set to 1 "
+    "(noise) in every frame: filtered noise takes over from the harmonics, as far as the "
+    "decoder lets it: a whisper, brighter, at the same pitch",
+    "brighter": "OnChannel(2, bias=1.5) on the latent: its brightness channel up 1.5, the "
+    "spectrum tilted up (9 dB more an octave): the centroid rises, the pitch stays",
     "scrambled_timbre": "Permute(dim=-2, seed=0) on the decoder's output (decoder_6): the power "
-    "of each harmonic and noise band goes to another one",
-    "masked_decoder": "Mask(prob=0.5, dim=-2, seed=3) on the channels of the decoder's second "
-    "layer (decoder_3): half its features gone, a hollower, buzzier timbre",
-    "noisy_decoder_weight": "Noise(std=the weight's std, seed=0) on decoder.2.weight: the "
-    "decoder's middle layer detuned, the timbre drifts with the notes",
+    "meant for each harmonic and noise band goes to another: a new, brighter timbre",
+    "flipped_timbre": "Scale(-1) on the learned timbre channels (encoder_3): the decoder reads "
+    "the opposite timbre for each frame, pitch and loudness as sung",
 }
 """What each bending does, as the table the demo prints measures it."""
 
@@ -51,15 +52,15 @@ def _latent_node(bended: BendedModule, size: int) -> str:
     raise TorchbendError(f"the demo's model has no activation of {size} channels (its latent)")
 
 
-def _setups(bended: BendedModule, latent: str) -> dict[str, list[tuple[BendingCallback, str]]]:
-    spread = float(bended.weight("decoder.2.weight").detach().std())
+def _setups(latent: str, names: list[str]) -> dict[str, list[tuple[BendingCallback, str]]]:
+    on, channel = f"{latent}$", names.index
     return {
         "reconstruction": [],
-        "fifth_up": [(OnChannel(0, bias=7 / 12), f"{latent}$")],
-        "breathy": [(OnChannel(3, bias=0.5), f"{latent}$")],
+        "fifth_up": [(OnChannel(channel("pitch"), bias=7 / 12), on)],
+        "whisper": [(OnChannel(channel("noisiness"), scale=0.0, bias=1.0), on)],
+        "brighter": [(OnChannel(channel("brightness"), bias=1.5), on)],
         "scrambled_timbre": [(Permute(dim=-2, seed=0), "decoder_6$")],
-        "masked_decoder": [(Mask(prob=0.5, dim=-2, seed=3), "decoder_3$")],
-        "noisy_decoder_weight": [(Noise(std=spread, seed=0), r"decoder\.2\.weight")],
+        "flipped_timbre": [(Scale(-1.0), "encoder_3$")],
     }
 
 
@@ -84,8 +85,8 @@ def run_demo(
     ``out`` and print what each bending does, measured.
 
     Each bending of :data:`BENDINGS` is rendered, then a walk over the latent's named
-    channels (:data:`~torchbend.demo.latent_walk.WALKS`): one render a channel, its offset
-    moved from ``-reach`` to ``+reach`` across the file by a control updated before each
+    channels (:data:`~torchbend.demo.latent_walk.WALKS`): one render a channel, moved
+    from its walk's start to its end across the file by a control updated before each
     block. ``seconds`` crops the sounds (for quick runs). With ``safety`` (the default: the
     files are for listening), each render goes through the safety stage of live play
     (:class:`~torchbend.audio.Safety`), and what it did is printed; without, the model's
@@ -123,10 +124,10 @@ def _run(out: Path, seconds: float | None, safety: bool) -> dict[str, dict[str, 
     print(f"Activations of {MODEL}'s forward (its layers, and its latent, #latent):")
     bended.print_activations(exclude=[r"^getitem", r"^cat_"])
 
-    setups = _setups(bended, latent)
+    setups = _setups(latent, names)
     position = walk_control()
     for walk in WALKS:
-        channel = OnChannel(names.index(walk.channel), bias=walk.reach * position)
+        channel = walk.callback(names.index(walk.channel), position)
         setups[f"walk_{walk.channel}"] = [(channel, f"{latent}$")]
 
     renders: dict[str, dict[str, torch.Tensor]] = {name: {"input": a} for name, a in sounds.items()}
@@ -197,7 +198,7 @@ def _report(
     for walk in WALKS:
         print(
             f"  {'walk_' + walk.channel:>20}: OnChannel on the latent's {walk.channel} channel, "
-            f"offset from -{walk.reach:g} to +{walk.reach:g} ({walk.unit}) across the file"
+            f"{walk.describe()}"
         )
     bendings = [label for label in BENDINGS if label != "reconstruction"]
     print(
