@@ -1,7 +1,7 @@
-"""Realtime factor of streaming the shipped model block by block, bent and unbent, on one thread.
+"""Realtime factor of streaming the shipped models block by block, bent and unbent, on one thread.
 
 Run: python benchmarks/bench_realtime.py [--quick] [--sample-rate 44100]
-     [--write docs/realtime.md] [--profile]
+     [--models tiny_ddsp tiny_rave] [--write docs/realtime.md] [--profile]
 
 For each block size, one round processes a burst of 8 consecutive blocks with each variant
 (after one untimed block, so that each runs with its own weights in the caches, as a stream
@@ -13,8 +13,8 @@ bent and unbent models exported for nn~ (``tb.export.nntilde``) and loaded back 
 ``torch.jit.load`` (the bending's cost without Python's per-call cost).
 Reported: the median compute time per block (mean over a burst), the realtime factor (block
 duration / median time) and the median over rounds of each variant's time over the plain
-model's in the same round. The model is
-``torchbend.models.load()`` (trained weights); without them, the same architecture untrained
+model's in the same round. Each model is
+``torchbend.models.load(name)`` (trained weights); without them, the same architecture untrained
 (same cost); without ``torchbend.models``, a conv stack (printed). ``--profile`` prints
 instead where the plain model's time goes (torch's profiler, operators by self time) at
 blocks of 256 and 2048.
@@ -65,22 +65,29 @@ class CausalConvStack(nn.Module):
         return x
 
 
-def load_model() -> tuple[nn.Module, str, str, str]:
+TARGETS = {
+    "tiny_ddsp": (r"decoder_1$", r"decoder\.2\.weight"),
+    "tiny_rave": (r"decoder_1$", r"decoder\.2\.weight"),
+}
+"""What each shipped model is bent on: an activation (masked) and a weight (scaled)."""
+
+
+def load_model(name: str) -> tuple[nn.Module, str, str, str]:
     """The model, its description, an activation pattern and a weight pattern to bend."""
     try:
         from torchbend import models
     except ImportError:
         return CausalConvStack().eval(), "fallback causal conv stack", r"tanh_2$", r"convs\.2\."
     try:
-        model = models.load()
-        label = "torchbend.models.load() (trained tiny_rave)"
+        model = models.load(name)
+        label = f"torchbend.models.load({name!r}) (trained weights)"
     except Exception as e:  # missing weights file: same architecture, same cost
-        model = models.TinyRave().eval()
-        label = f"TinyRave, untrained (models.load() failed: {type(e).__name__})"
+        model = models.MODELS[name]().eval()
+        label = f"{name}, untrained (models.load() failed: {type(e).__name__})"
     set_streaming = getattr(model, "set_streaming", None)
     if callable(set_streaming):
         set_streaming(True)
-    return model, label, r"decoder_1$", r"decoder\.2\.weight"
+    return model, label, *TARGETS[name]
 
 
 def variants(
@@ -133,41 +140,16 @@ def profile(model: nn.Module) -> None:
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="few rounds (a smoke test)")
-    parser.add_argument("--sample-rate", type=int, default=44100)
-    parser.add_argument("--blocks", type=int, nargs="+", default=list(BLOCK_SIZES))
-    parser.add_argument(
-        "--write",
-        type=Path,
-        nargs="+",
-        default=[],
-        help="Markdown files with a 'bench_realtime' section (the table) or a "
-        "'bench_realtime_summary' one (a sentence), e.g. docs/realtime.md README.md",
-    )
-    parser.add_argument("--profile", action="store_true", help="where the plain model's time goes")
-    args = parser.parse_args()
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    model, label, activation, weight = load_model()
-    if args.profile:
-        profile(model)
-        return
-    lines = [
-        f"Measured by `python benchmarks/bench_realtime.py --write docs/realtime.md README.md` on "
-        f"one thread of {cpu_name()} ({platform.machine()}, {os.cpu_count()} cores), torch "
-        f"{torch.__version__}, {args.sample_rate} Hz; model: {label}; bent: Mask(0.3, dim=-2) "
-        f"on activation `{activation}`, Scale(0.8) on weight `{weight}`; "
-        "bent, slot: Clamp(-0.5, 0.5) instead of the Mask, which cannot fold.",
-        "",
-        "| block | latency (ms) | plain: ms / block | plain: x realtime "
-        "| nothing bent: x realtime | bent: x realtime | nn~ file: x realtime "
-        "| nothing bent / plain | bent / plain | bent / nothing bent "
-        "| bent, slot / nothing bent | nn~ file / bent | nn~ files: bent / unbent |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    print("\n".join(lines), flush=True)
+def measure(
+    model: nn.Module,
+    name: str,
+    args: argparse.Namespace,
+    activation: str,
+    weight: str,
+    lines: list[str],
+) -> str:
+    """Add ``model``'s rows to ``lines``; return its summary (the slowest variant's realtime
+    factor at blocks of 2048 and 256, and what bending costs)."""
     # Stream runs the model under torch.no_grad, as live() does.
     slowest: dict[int, float] = {}  # the lowest realtime factor of the variants, per block
     bending: dict[int, float] = {}  # bent / nothing bent, per block
@@ -183,7 +165,7 @@ def main() -> None:
             budget = block / args.sample_rate
             factor = {k: budget / medians[k] for k in (plain, unbent, bent, file)}
             lines.append(
-                f"| {block} | {1000 * budget:.1f} | {1000 * medians[plain]:.3f} "
+                f"| {name} | {block} | {1000 * budget:.1f} | {1000 * medians[plain]:.3f} "
                 + "".join(f"| {factor[k]:.1f} " for k in (plain, unbent, bent, file))
                 + "".join(f"| {ratios[k]:.3f} " for k in (unbent, bent))
                 + "".join(f"| {ratios[f'{a} / {b}']:.3f} " for a, b in pairs)
@@ -193,17 +175,66 @@ def main() -> None:
             slowest[block] = min(factor.values())
             bending[block] = ratios[f"{bent} / {unbent}"]
             slots[block] = ratios[f"{slot} / {unbent}"]
-    summary = [
-        f"On one thread of {cpu_name()}, the shipped model streams at "
+    return (
+        f"`{name}` streams at "
         + " and ".join(
             f"{slowest[b]:.0f}x realtime or more at blocks of {b} samples"
             for b in (2048, 256)
             if b in slowest
         )
-        + " (plain, bended, bent and exported for nn~ alike; bending costs "
-        f"{100 * (max(bending.values()) - 1):+.0f}% at most, folded into the weights; "
-        f"{100 * (max(slots.values()) - 1):+.0f}% at most for a bending that runs in its "
-        "slot), measured by "
+        + f" (bending costs {100 * (max(bending.values()) - 1):+.0f}% at most, folded into "
+        f"the weights; {100 * (max(slots.values()) - 1):+.0f}% at most for a bending that runs "
+        "in its slot)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="few rounds (a smoke test)")
+    parser.add_argument("--sample-rate", type=int, default=44100)
+    parser.add_argument("--blocks", type=int, nargs="+", default=list(BLOCK_SIZES))
+    parser.add_argument(
+        "--write",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="Markdown files with a 'bench_realtime' section (the table) or a "
+        "'bench_realtime_summary' one (a sentence), e.g. docs/realtime.md README.md",
+    )
+    parser.add_argument("--profile", action="store_true", help="where the plain model's time goes")
+    parser.add_argument("--models", nargs="+", default=list(TARGETS), choices=list(TARGETS))
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    if args.profile:
+        for name in args.models:
+            print(f"\n{name}:")
+            profile(load_model(name)[0])
+        return
+    lines = [
+        f"Measured by `python benchmarks/bench_realtime.py --write docs/realtime.md README.md` on "
+        f"one thread of {cpu_name()} ({platform.machine()}, {os.cpu_count()} cores), torch "
+        f"{torch.__version__}, {args.sample_rate} Hz, the shipped models with their trained "
+        "weights; bent: Mask(0.3, dim=-2) on an activation and Scale(0.8) on a weight (named "
+        "below); bent, slot: Clamp(-0.5, 0.5) instead of the Mask, which cannot fold.",
+        "",
+        "| model | block | latency (ms) | plain: ms / block | plain: x realtime "
+        "| nothing bent: x realtime | bent: x realtime | nn~ file: x realtime "
+        "| nothing bent / plain | bent / plain | bent / nothing bent "
+        "| bent, slot / nothing bent | nn~ file / bent | nn~ files: bent / unbent |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    print("\n".join(lines), flush=True)
+    notes, summary = [], []
+    for name in args.models:
+        model, label, activation, weight = load_model(name)
+        notes.append(f"`{name}`: {label}; bent on activation `{activation}` and weight `{weight}`.")
+        summary.append(measure(model, name, args, activation, weight, lines))
+    lines += ["", *notes]
+    summary = [
+        f"On one thread of {cpu_name()}, "
+        + "; ".join(summary)
+        + " (plain, bended, bent and exported for nn~ alike), measured by "
         "`python benchmarks/bench_realtime.py` ([docs/realtime.md](docs/realtime.md)).",
     ]
     for path in args.write:

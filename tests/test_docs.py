@@ -40,6 +40,8 @@ NOT_RUN = {
     ("docs/realtime.md", "from torchbend.audio.live import live"): "a sound card",
     ("docs/realtime.md", "apt-get install -y libportaudio2"): "system set-up",
     ("docs/realtime.md", "python benchmarks/bench_realtime.py"): "minutes",
+    ("docs/realtime.md", "import torch\nimport torchbend as tb\n\nrave = "): "RAVE export",
+    ("docs/realtime.md", "torchbend check my_rave.ts"): "RAVE export",
     ("docs/model.md", "python scripts/make_assets.py"): "rewrites the shipped files",
     ("assets/README.md", "python scripts/make_assets.py"): "rewrites the shipped files",
 }

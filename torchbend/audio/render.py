@@ -12,6 +12,7 @@ from torch import nn
 
 from ..bended import BendedModule
 from ..errors import TorchbendError
+from ..models.rates import model_ratio
 from .safety import Safety, safety_stage
 
 __all__ = [
@@ -29,8 +30,9 @@ STREAM_BLOCK = 8192
 
 
 def ratio_of(module: nn.Module) -> int:
-    ratio = getattr(module, "ratio", 1)
-    return ratio if isinstance(ratio, int) and ratio > 0 else 1
+    """Samples per frame of ``module``: its ``ratio``, or its nn~ methods' largest (a RAVE
+    export's latent ratio), else 1."""
+    return model_ratio(module)
 
 
 def streams(module: nn.Module) -> bool:

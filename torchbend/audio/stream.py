@@ -16,6 +16,7 @@ from torch import nn
 
 from ..bended import BendedModule
 from ..errors import AudioError
+from ..models.rates import model_ratio
 from .safety import Safety, safety_stage
 from .safety_stats import SafetyStats
 
@@ -115,7 +116,7 @@ class Stream:
         method: the method to run: it takes audio ``[batch, channels, time]``.
         block_size: samples per block, from 64 to 8192; a multiple of ``ratio``.
         ratio: time compression of the model, in samples per frame (a RAVE ``ratio``);
-            ``None`` reads the model's ``ratio`` attribute, else 1.
+            ``None``: the model's ``ratio``, else its nn~ methods' largest ratio, else 1.
         channels: channels the model takes; ``None`` reads the model's ``channels``,
             ``n_channels`` or ``in_channels`` attribute if it is an int, else passes the input's
             channels as they are.
@@ -166,7 +167,7 @@ class Stream:
         if not callable(impl) or isinstance(impl, nn.Module):
             raise AudioError(f"{type(inner).__name__} has no method {method!r} to stream")
         if ratio is None:
-            ratio = _int_attribute(inner, "ratio", None) or 1
+            ratio = model_ratio(inner)
         if channels is None:
             for name in ("channels", "n_channels", "in_channels"):
                 channels = _int_attribute(inner, name, None)
@@ -371,9 +372,7 @@ def _float_dtype(module: nn.Module) -> torch.dtype:
 
 def _int_attribute(module: nn.Module, name: str, default: int | None) -> int | None:
     value = getattr(module, name, None)
-    if isinstance(value, bool) or not isinstance(value, int):
-        return default
-    return value
+    return default if isinstance(value, bool) or not isinstance(value, int) else value
 
 
 def check_block_size(block_size: int, ratio: int) -> None:

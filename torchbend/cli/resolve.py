@@ -16,6 +16,7 @@ from ..bended import BendedModule
 from ..callbacks.base import BendingCallback
 from ..config import BendingConfig
 from ..errors import TorchbendError
+from ..models.rates import model_sample_rate
 from ..models.reference import MODEL_FORMS, load_model
 
 __all__ = [
@@ -68,8 +69,7 @@ def example_input(args: argparse.Namespace, bended: BendedModule) -> torch.Tenso
     if getattr(args, "audio", None):
         from ..audio import load
 
-        sample_rate = getattr(bended.module, "sample_rate", None)
-        audio, _ = load(args.audio, sample_rate=sample_rate, mono=True)
+        audio, _ = load(args.audio, sample_rate=model_sample_rate(bended.module), mono=True)
         return padded(audio, ratio_of(bended.module))
     return torch.randn(*args.input, generator=torch.Generator().manual_seed(0))
 

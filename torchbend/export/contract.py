@@ -100,13 +100,15 @@ def check_params(method: str, params: Any) -> tuple[int, int, int, int]:
     return values[0], values[1], values[2], values[3]
 
 
-def check_method(module: Any, method: str, params: Any) -> MethodCheck:
-    """Run ``module.<method>`` as nn~ does and raise :class:`ExportError` on any mismatch."""
+def check_method(module: Any, method: str, params: Any, higher: int = 1) -> MethodCheck:
+    """Run ``module.<method>`` as nn~ does and raise :class:`ExportError` on any mismatch;
+    ``higher``: the largest ratio of the file's methods, which nn~'s buffers are multiples of."""
     in_channels, in_ratio, out_channels, out_ratio = check_params(method, params)
     # A model may need buffers larger than its methods' ratios (an autoencoder's forward maps
-    # T to T but compresses by its own ratio inside); exports record it as min_buffer_size.
+    # T to T but compresses by its own ratio inside): exports record it as min_buffer_size,
+    # and nn~ sizes buffers by the largest ratio of all the methods (a RAVE file's encode).
     least = int(getattr(module, "min_buffer_size", torch.ones(1)).item())
-    sizes = buffer_sizes(max(in_ratio, out_ratio, least))
+    sizes = buffer_sizes(max(in_ratio, out_ratio, least, higher))
     fn = getattr(module, method)
     for batch in TEST_BATCHES:
         for size in sizes:
@@ -146,7 +148,8 @@ def check_nntilde(path: str | Path) -> NNTildeReport:
     Every method listed by ``get_methods()`` must have its ``<method>_params`` buffer
     (power-of-two ratios) and as many input and output labels as channels, and must return a
     float32 ``[batch, out_channels, buffer // out_ratio]`` tensor for batch 1 and 4 and every
-    power-of-two buffer size from its largest ratio up to 8192. Every attribute listed by
+    power-of-two buffer size from the file's largest ratio (nn~ sizes buffers by it) up to
+    8192. Every attribute listed by
     ``get_attributes()`` must have its ``<name>_params`` buffer, a getter returning a tuple and
     a setter accepting that value (returning 0).
 
@@ -164,11 +167,15 @@ def check_nntilde(path: str | Path) -> NNTildeReport:
     for needed in ("get_methods", "get_attributes"):
         if not hasattr(module, needed):
             raise ExportError(f"{path} is not an nn~ file: it has no {needed}() method")
-    methods = []
-    for method in module.get_methods():
+    names = list(module.get_methods())
+    for method in names:
         if not hasattr(module, f"{method}_params"):
             raise ExportError(f"{path}: method {method!r} has no {method}_params buffer")
-        check = check_method(module, method, getattr(module, f"{method}_params").tolist())
+    params = {m: getattr(module, f"{m}_params").tolist() for m in names}
+    higher = max((int(p[i]) for p in params.values() if len(p) == 4 for i in (1, 3)), default=1)
+    methods = []
+    for method in names:
+        check = check_method(module, method, params[method], higher)
         for side, count in (("input", check.in_channels), ("output", check.out_channels)):
             labels = getattr(module, f"{method}_{side}_labels", None)
             if labels is None or len(labels) != count:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..models.rates import model_sample_rate
 from .nntilde import nntilde
 from .program import onnx, pt2
 from .torchscript import torchscript
@@ -43,7 +44,7 @@ class ExportFormat:
 
 
 def _nntilde(bended: BendedModule, path: Path, fn: str, inputs: dict[str, Any]) -> object:
-    sample_rate = int(getattr(bended.module, "sample_rate", 44100))
+    sample_rate = model_sample_rate(bended.module) or 44100
     return nntilde(bended, path, methods=(fn,), sample_rate=sample_rate)
 
 

@@ -11,7 +11,13 @@ converter sees them:
 - the holder is frozen keeping every tensor attribute (weights stay bendable, streaming
   caches stay buffers the graph updates), so plain attributes become constants;
 - an optional attribute that holds a tensor is typed as a tensor, so ``is not None`` folds;
-- constants are propagated, which removes the branches they decided.
+- constants are propagated, which removes the branches they decided;
+- nn~'s ``<method>_params`` buffers (the method's channels and ratios, which nn~ reads once
+  when it loads the file) become constants, and the size arithmetic done with them becomes
+  integer arithmetic (:mod:`torchbend.tracing.sizes`): RAVE's ``decode`` trims its output
+  by ``z.shape[-1] * self.decode_params[1]``;
+- slices of sizes (``batch_size = x.shape[:-2]``, in RAVE's methods) become the sizes of
+  views, which the converter takes.
 
 The plain attributes folded in are returned by path: a graph holds only while they keep the
 values it was converted with (a file's setters change them), and callers guard on them.
@@ -31,6 +37,7 @@ from torch import nn
 
 from .compat import freeze_keeping_tensors, inline, simplify
 from .objects import attribute_at
+from .sizes import numbers_from_scalar_tensors, size_slices_as_views
 
 __all__ = ["Convertible", "attribute_reader", "attribute_value"]
 
@@ -152,5 +159,33 @@ def _settled(holder: torch.jit.ScriptModule) -> torch.jit.ScriptModule:
             path = _path(node.output())
             if path is not None and isinstance(attribute_at(frozen, ".".join(path)), torch.Tensor):
                 node.output().setType(kind.getElementType())
+    _contract_constants(holder.root, graph)
     simplify(graph)
+    if numbers_from_scalar_tensors(graph) + size_slices_as_views(graph):
+        simplify(graph)
     return frozen
+
+
+def _contract_constants(root: torch.jit.ScriptModule, graph: Any) -> None:
+    """The reads of nn~'s ``<method>_params`` buffers of the file ``root`` made constants in
+    the frozen holder's ``graph``: a method's ``[in_channels, in_ratio, out_channels,
+    out_ratio]``, fixed by nn~'s contract."""
+    for node in list(_nodes(graph)):
+        if node.kind() != "prim::GetAttr" or not node.s("name").endswith("_params"):
+            continue
+        path = _path(node.output())
+        if path is None or len(path) != 2 or path[0] != "root":
+            continue
+        method = path[1].removesuffix("_params")
+        value = getattr(root, path[1], None)
+        if not isinstance(value, torch.Tensor) or not _is_method_params(value):
+            continue
+        if hasattr(root, method):
+            with graph.insert_point_guard(node):
+                node.output().replaceAllUsesWith(graph.insertConstant(value.clone()))
+            node.destroy()
+
+
+def _is_method_params(value: torch.Tensor) -> bool:
+    """Whether ``value`` is shaped as nn~'s params of a method: four integers."""
+    return value.shape == (4,) and not value.is_floating_point() and value.dtype != torch.bool

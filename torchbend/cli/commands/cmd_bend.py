@@ -12,6 +12,7 @@ import torch
 from ...audio.render import STREAM_BLOCK, padded, ratio_of, render, streams, trace_audio
 from ...audio.stream import check_block_size
 from ...errors import TorchbendError
+from ...models.rates import model_sample_rate
 from ..options import add_bend_options, add_model_options, add_safety_option, block_size, subcommand
 from ..resolve import apply_bendings, bended_model, output_path, shows_progress
 
@@ -50,6 +51,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "cancel out), 'all' of them (each through the model, written as they came: stereo "
         "stays stereo), or the one of index N (0 is the left)",
     )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed torch's random numbers before rendering (torch.manual_seed): a model that "
+        "draws noise as it runs, as RAVE exports do, then renders the same file every time",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_safety_option(p)
     p.set_defaults(run=run)
@@ -82,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
     out_path = output_path(args.output, "OUTPUT", tuple(FORMATS))
     model = bended_model(args)
-    sample_rate = int(getattr(model.module, "sample_rate", 44100))
+    sample_rate = model_sample_rate(model.module) or 44100
     audio, sr = load(args.input, sample_rate=sample_rate)
     audio = _channels(audio, args.channels, args.input)
     # A model that streams runs by blocks with its state carried over; any other in one pass
@@ -103,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
 
     safety = Safety(sr, ceiling=FILE_CEILING) if args.safety else False
     shown = shows_progress(args)
+    if args.seed is not None:
+        torch.manual_seed(args.seed)
     out, how = render(model, audio, sr, args.fn, block, progress if shown else None, safety=safety)
     if shown and block is not None:
         print(f"\r[{'#' * 30}] 100%", file=sys.stderr)
