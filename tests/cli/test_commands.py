@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -171,6 +172,53 @@ def test_demo_renders_files_to_listen_to_and_a_picture_with_a_log_frequency_axis
     spectrograms = [ax for ax in figure.axes if ax.get_label() != "<colorbar>"]
     assert len(spectrograms) == len(written)
     assert all(ax.get_yscale() == "log" and ax.get_ylim()[0] <= 50 for ax in spectrograms)
+    check_the_demo_does_what_it_says(renders)
+
+
+def check_the_demo_does_what_it_says(renders: dict[str, dict[str, torch.Tensor]]) -> None:
+    """The claims of the demo's descriptions (BENDINGS, WALKS), measured as its tables measure
+    them: every bending within 6 LU of the reconstruction and away from it; a fifth up is a
+    fifth up; brighter is brighter; each walk moves its channel's measure the way it goes."""
+    from torchbend.audio.quality import spectral_distance
+    from torchbend.demo import BENDINGS
+    from torchbend.demo.listening import changes, hear
+
+    def median(values: list[float | None]) -> float:
+        known = [v for v in values if v is not None]
+        assert known, "no sound gave this measure"
+        return statistics.median(known)
+
+    heard = {s: {k: hear(y, 44100) for k, y in by.items()} for s, by in renders.items()}
+    moved = {
+        label: [changes(by[label], by["reconstruction"]) for by in heard.values()]
+        for label in BENDINGS
+    }
+    for label in BENDINGS:
+        for sound, by in heard.items():
+            assert abs(by[label].lufs - by["reconstruction"].lufs) <= 6.0, (sound, label)
+            if label != "reconstruction":
+                apart = spectral_distance(renders[sound][label], renders[sound]["reconstruction"])
+                assert apart > 0.05, (sound, label, apart)
+    assert abs(median([m[0] for m in moved["fifth_up"]]) - 7.0) < 1.0  # semitones
+    assert median([m[2] for m in moved["brighter"]]) > 0.15  # octaves of centroid
+    assert median([m[3] for m in moved["whisper"]]) > 0.0  # noisiness
+
+    def trend(label: str, row: int) -> float:
+        """Median over the sounds of the change of measure ``row`` from the first fifth of
+        the file to the last, against the reconstruction."""
+        found = []
+        for by in heard.values():
+            frames = by[label].frames.shape[-1]
+            early = torch.arange(frames) < frames // 5
+            late = torch.arange(frames) >= frames - frames // 5
+            first = changes(by[label], by["reconstruction"], early)[row]
+            last = changes(by[label], by["reconstruction"], late)[row]
+            found.append(None if first is None or last is None else last - first)
+        return median(found)
+
+    assert trend("walk_pitch", 0) > 12.0  # semitones, of the 2 octaves walked
+    assert trend("walk_loudness", 1) > 10.0  # dB, of the 20 walked
+    assert trend("walk_brightness", 2) > 0.5  # octaves of centroid
 
 
 @pytest.mark.parametrize("length", [1, 100, 478, 5000])

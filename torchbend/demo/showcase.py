@@ -29,14 +29,16 @@ BENDINGS = {
     "fifth_up": "OnChannel(0, bias=7/12) on the latent: its pitch channel a fifth up (+7 "
     "semitones); the decoder reads the new pitch, so the timbre follows it",
     "whisper": "OnChannel(3, scale=0, bias=1) on the latent: its noisiness channel set to 1 "
-    "(noise) in every frame: filtered noise takes over from the harmonics, as far as the "
-    "decoder lets it: a whisper, brighter, at the same pitch",
+    "(noise) in every frame: filtered noise takes over from the harmonics as far as the "
+    "decoder lets it: a whisper, brighter; the pitch channel is untouched, but what is left "
+    "of the harmonics may be heard (and measured) at another octave",
     "brighter": "OnChannel(2, bias=1.5) on the latent: its brightness channel up 1.5, the "
     "spectrum tilted up (9 dB more an octave): the centroid rises, the pitch stays",
     "scrambled_timbre": "Permute(dim=-2, seed=0) on the decoder's output (decoder_6): the power "
-    "meant for each harmonic and noise band goes to another: a new, brighter timbre",
+    "meant for each harmonic and noise band goes to another: a new, brighter timbre, whose "
+    "loudest harmonic may not be the fundamental (the pitch heard can jump)",
     "flipped_timbre": "Scale(-1) on the learned timbre channels (encoder_3): the decoder reads "
-    "the opposite timbre for each frame, pitch and loudness as sung",
+    "the opposite timbre for each frame; its pitch and loudness channels are untouched",
 }
 """What each bending does, as the table the demo prints measures it."""
 
