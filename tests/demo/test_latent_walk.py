@@ -24,6 +24,7 @@ def test_on_channel_bends_its_channel_only():
     y = OnChannel(2, scale=-2.0, bias=0.5)(x, "z")
     torch.testing.assert_close(y[:, 2], x[:, 2] * -2.0 + 0.5)
     assert torch.equal(y[:, [0, 1, 3]], x[:, [0, 1, 3]])
+    assert repr(OnChannel(2, scale=-2.0, bias=0.5)) == "OnChannel(channel=2, scale=-2.0, bias=0.5)"
 
 
 def test_on_channel_refuses_a_channel_the_target_does_not_have():

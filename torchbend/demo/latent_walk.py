@@ -64,9 +64,6 @@ class OnChannel(BendingCallback):
         bent = add(multiply(one, self.along("scale", one)), self.along("bias", one))
         return torch.cat([x[:, :c], bent, x[:, c + 1 :]], 1)
 
-    def extra_repr(self) -> str:
-        return f"channel={self.channel}, {super().extra_repr()}"
-
 
 @dataclass(frozen=True)
 class Walk:
