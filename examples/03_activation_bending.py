@@ -2,13 +2,14 @@
 
 Run: python examples/03_activation_bending.py [--out DIR] [--smoke]
 
-Loads TinyRave (``torchbend.models.load()``) and the bass line of ``assets/sounds``, writes the
-table of its activations (``activations.txt``) and renders the bass through the model as it is
-(``original.wav``), then with one activation bending at a time: channels of the latent masked
-(``mask_latent.wav``), the latent read at half speed (``timestretch.wav``), the decoder's
-hidden layer driven into a soft clipper (``softclip.wav``) and quantized to eight levels
-(``quantize.wav``). It also draws the original and masked latents (``latents.png``). Files go
-to DIR (default ``out/examples/03``). ``--smoke`` crops the bass to one second.
+Loads TinyDDSP, the character model (``torchbend.models.load("tiny_ddsp")``), and the sung line
+of ``assets/sounds``, writes the table of its activations (``activations.txt``, the latent's
+channels named) and renders the voice through the model as it is (``original.wav``), then with
+one activation bending at a time: channels of the learned timbre masked (``mask_latent.wav``),
+the latent read at half speed (``timestretch.wav``), the decoder's hidden layer driven into a
+soft clipper (``softclip.wav``) and quantized to eight levels (``quantize.wav``). It also draws
+the original and masked latents (``latents.png``). Files go to DIR (default
+``out/examples/03``). ``--smoke`` crops the voice to one second.
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ from torchbend.audio.safety import FILE_CEILING
 from torchbend.models import load
 
 REPO = Path(__file__).resolve().parents[1]
-# Activations are named after graph nodes (see activations.txt). In TinyRave's forward,
-# encoder_2 is the encoder's last convolution: the 16-channel latent, one frame per 16
-# samples. decoder_0 is the decoder's first convolution (64 channels) and decoder_1 the tanh
-# after it; their values are small, well inside +-1, on the shipped sounds.
-LATENT = "encoder_2$"
+# Activations are named after graph nodes (see activations.txt). In TinyDDSP's forward, cat
+# is the 8-channel latent, one frame per 256 samples: pitch, loudness, brightness, noisiness
+# (measured by its encoder) and four learned timbre channels, which encoder_3 (a tanh) gives.
+# decoder_1 is the activation after the decoder's first convolution (64 channels). The
+# decoder reads the latent and sets the harmonics and noise bands the synthesizer plays.
+LATENT = "cat$"
+TIMBRE = "encoder_3$"
 
 
 def main() -> None:
@@ -43,9 +46,9 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
-    model = load("tiny_rave")
+    model = load("tiny_ddsp")
     sr = model.sample_rate
-    audio, _ = load_audio(REPO / "assets/sounds/bass.wav", sample_rate=sr, mono=True)
+    audio, _ = load_audio(REPO / "assets/sounds/voice.wav", sample_rate=sr, mono=True)
     seconds = 1.0 if args.smoke else 4.0
     x = audio[None, :, : int(seconds * sr) // model.ratio * model.ratio]
 
@@ -54,18 +57,17 @@ def main() -> None:
     bended.print_activations(out=args.out / "activations.txt")
 
     bendings = {
-        # Each of the 16 latent channels silenced with probability 0.5, for the whole sound
-        # (dim=-2: channels). With this seed, six are, channel 0 (the most variance) among them.
-        "mask_latent": (tb.Mask(prob=0.5, dim=-2, seed=1), LATENT),
+        # Each of the 4 learned timbre channels silenced with probability 0.5, for the whole
+        # sound (dim=-2: channels): the decoder reads another timbre, the pitch and loudness
+        # stay as sung.
+        "mask_latent": (tb.Mask(prob=0.5, dim=-2, seed=1), TIMBRE),
         # Each latent frame t reads frame t / 2: the first half of the sound spread over its
-        # whole length. The frames are only 16 samples apart, so the waveform in each band
-        # slows down too: partials below 1378 Hz (the lowest band) drop an octave, higher
-        # ones move within their band, and images appear.
+        # whole length. The synthesizer plays the latent's pitch at its own pace, so the
+        # melody slows down and keeps its pitch (a waveform autoencoder would drop it).
         "timestretch": (tb.TimeStretch(0.5), LATENT),
-        # tanh(20 x) / tanh(20): on values this small, a gain of about 20 with the peaks
-        # squashed. Chained (>>) with a Scale that takes the gain back: the same level, the
-        # peaks still squashed.
-        "softclip": (tb.SoftClip(drive=20.0) >> tb.Scale(1 / 20), "decoder_1$"),
+        # tanh(4 x) / tanh(4): the hidden layer's larger values squashed. Chained (>>) with
+        # a Scale that takes the gain of 4 back from the small ones.
+        "softclip": (tb.SoftClip(drive=4.0) >> tb.Scale(1 / 4), "decoder_1$"),
         # 3 bits: eight levels over the whole hidden layer's range.
         "quantize": (tb.Quantize(bits=3), "decoder_1$"),
     }
@@ -80,8 +82,8 @@ def main() -> None:
         bended.reset()
         bended.bend(*bendings["mask_latent"])
         latents = {
-            "original": bended.get_activations(LATENT, bended=False, x=x)["encoder_2"],
-            "masked": bended.get_activations(LATENT, x=x)["encoder_2"],
+            "original": bended.get_activations(LATENT, bended=False, x=x)["cat"],
+            "masked": bended.get_activations(LATENT, x=x)["cat"],
         }
 
     for name, y in renders.items():
@@ -93,6 +95,7 @@ def main() -> None:
     for ax, (name, z) in zip(axes, latents.items()):
         ax.imshow(z[0].numpy(), aspect="auto", origin="lower", cmap="magma")
         ax.set(title=f"latent, {name}", ylabel="channel")
+        ax.set_yticks(range(len(model.latent_names)), model.latent_names, fontsize=7)
     axes[-1].set_xlabel(f"frame ({model.ratio} samples)")
     fig.tight_layout()
     fig.savefig(args.out / "latents.png", dpi=80)

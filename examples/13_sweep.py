@@ -10,9 +10,9 @@ script describes a space around ``Noise`` on one activation of the shipped model
 - how strong: a standard deviation from 0.02 to 0.5, spaced geometrically (``log``);
 - which noise: two seeds;
 
-and renders each point over the three sounds of ``assets/sounds`` (6 x 3 x 2 = 36 points,
-108 renders; ``--smoke``: 2 activations x 2 strengths x 1 seed over the sounds cropped to
-half a second, 12 renders). It prints the plan (renders, disk, time), runs it with one
+and renders each point over the four sounds of ``assets/sounds`` (6 x 3 x 2 = 36 points,
+144 renders; ``--smoke``: 2 activations x 2 strengths x 1 seed over the sounds cropped to
+half a second, 16 renders). It prints the plan (renders, disk, time), runs it with one
 worker per core, then lists the five renders furthest from the unbent model among those
 that did not break (clipping, silence, DC, NaN) and the five that broke the most, writes
 ``atlas.png`` and ``atlas.html`` (open it in a browser: hover a point to see its bending,

@@ -4,17 +4,19 @@ Run: python examples/14_studio.py [--out DIR] [--smoke] [--serve]
 
 ``torchbend studio`` opens a model in the browser (docs/studio.md). Everything the page does
 is a request to the studio's server, so a script can do it too. This one starts a studio on
-the shipped model (TinyRave) in a thread of its own, on 127.0.0.1 and a free port, then:
+the shipped character model (TinyDDSP, what ``torchbend studio`` opens by default) in a
+thread of its own, on 127.0.0.1 and a free port, then:
 
-- reads the traced graph and finds the decoder's hidden activation by name;
+- reads the model's description (its latent's named channels) and the traced graph, and
+  finds the decoder's hidden activation by name;
 - attaches ``Mask`` to it with its probability on a knob (a control named ``holes``);
-- turns the knob to 0.6 and renders the drum loop (the bent render and the unbent one);
+- turns the knob to 0.6 and renders the sung line (the bent render and the unbent one);
 - saves the bending as the page's Save button does, into ``DIR/session/configs``;
-- loads that file in plain Python, bends a fresh model with it and renders the drums again:
+- loads that file in plain Python, bends a fresh model with it and renders the voice again:
   the same samples as the studio's file.
 
 ``--serve`` then keeps the server running and opens the page in your browser, with the
-bending in place, until Ctrl+C. ``--smoke`` renders a second of the loop.
+bending in place, until Ctrl+C. ``--smoke`` renders a second of the voice.
 
 Everything goes to DIR (default ``out/examples/14``): the studio's folder ``session/``
 (renders, configs), ``python.wav`` (the Python render) and ``studio.txt`` (what was printed).
@@ -61,9 +63,11 @@ def main() -> None:
         print(line)
         lines.append(line)
 
-    studio = Studio(load_model("tiny_rave"), "tiny_rave", output=out / "session")
+    studio = Studio(load_model("tiny_ddsp"), "tiny_ddsp", output=out / "session")
     server = StudioServer(studio, port=0).start()
     try:
+        described = call(server, "GET", "/api/model")
+        say(f"{described['model']} ({described['class']}): latent {described['latent_names']}")
         nodes = call(server, "GET", "/api/graph")["nodes"]
         hidden = next(n for n in nodes if n["module"] == "decoder.1")
         say(f"the studio serves {server.url}; {len(nodes)} nodes in forward")
@@ -81,19 +85,19 @@ def main() -> None:
         say(f"attached Mask: keys {state['keys']}, knob {state['controls'][0]['widget']['kind']}")
         call(server, "POST", "/api/controls/holes", {"value": 0.6})
         seconds = 1.0 if args.smoke else None
-        rendered = call(server, "POST", "/api/render", {"sound": "drums", "seconds": seconds})
+        rendered = call(server, "POST", "/api/render", {"sound": "voice", "seconds": seconds})
         say(
-            f"rendered {rendered['seconds']} s of drums {rendered['how']}, "
+            f"rendered {rendered['seconds']} s of the voice {rendered['how']}, "
             f"{rendered['realtime_factor']:.0f}x realtime; distance to unbent "
             f"{rendered['distance']:.3f}"
         )
         saved = call(server, "POST", "/api/configs", {"name": "holes"})
         say(f"saved the bending to {saved['path']}")
 
-        bended = tb.BendedModule(tb.models.load().set_streaming(True))
+        bended = tb.BendedModule(tb.models.load("tiny_ddsp").set_streaming(True))
         bended.trace(x=torch.zeros(1, 1, 8192))
         bended.bend(tb.BendingConfig.load(saved["path"]))
-        audio = studio.library.get("drums").audio
+        audio = studio.library.get("voice").audio
         if seconds is not None:
             audio = audio[:, : int(seconds * 44100)]
         stage = tb.audio.Safety(44100, ceiling=FILE_CEILING)  # the studio's files' stage

@@ -34,7 +34,7 @@ NOT_RUN_MARK = re.compile(r"<!-- not run: (?P<reason>.+?) -->\s*\Z", re.S)
 
 NOT_RUN = {
     ("README.md", "bash scripts/demo.sh"): "sets up .venv and the system",
-    ("README.md", "torchbend live tiny_rave"): "a sound card",
+    ("README.md", "torchbend live tiny_ddsp"): "a sound card",
     ("README.md", "torchbend studio"): "a server",
     ("docs/studio.md", "torchbend studio"): "a server",
     ("docs/realtime.md", "from torchbend.audio.live import live"): "a sound card",

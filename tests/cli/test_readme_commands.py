@@ -31,23 +31,27 @@ def readme_commands() -> list[list[str]]:
     return lines
 
 
-def tiny_rave_bends(path: Path) -> list[str]:
-    """A bending configuration of the shipped model saved at ``path``, as the README's
+MODEL = "tiny_ddsp"
+"""The shipped model the README's commands use."""
+
+
+def readme_bends(path: Path) -> list[str]:
+    """A bending configuration of the README's model saved at ``path``, as the README's
     Python saves one; returns its bendings as --bend specs, for comparisons."""
-    bended = tb.BendedModule(tb.models.load())
+    bended = tb.BendedModule(tb.models.load(MODEL))
     bended.trace(x=torch.zeros(1, 1, 2048))
-    bended.bend(tb.Mask(0.3, dim=-2, seed=0), "decoder_1$")
-    bended.bend(tb.Scale(0.5), r"decoder\.0\.weight")
+    bended.bend(tb.Mask(0.3, dim=-2, seed=0), "decoder_3$")
+    bended.bend(tb.Scale(0.5), r"decoder\.6\.weight")
     bended.bending_config().save(path)
-    return ["Mask(prob=0.3, dim=-2, seed=0)@decoder_1$", r"Scale(0.5)@decoder\.0\.weight"]
+    return ["Mask(prob=0.3, dim=-2, seed=0)@decoder_3$", r"Scale(0.5)@decoder\.6\.weight"]
 
 
 def python_render(
     audio: torch.Tensor, specs: list[str], block: int = 8192, safety: bool = False
 ) -> torch.Tensor:
-    """What the Python API renders: the shipped model streaming, from a clean state; with
+    """What the Python API renders: the README's model streaming, from a clean state; with
     ``safety``, through the safety stage for files, as ``torchbend bend`` writes them."""
-    model = tb.models.load().set_streaming(True)
+    model = tb.models.load(MODEL).set_streaming(True)
     bended = tb.BendedModule(model)
     bended.trace(x=torch.zeros(1, 1, block))
     for spec in specs:
@@ -68,7 +72,8 @@ def check_sweep(args: list[str], out: str, tmp_path: Path) -> None:
     step = args[1]
     if step == "plan":
         planned = tb.sweep.plan(args[2], probe=False)
-        assert f"= {planned.renders} renders" in out and planned.renders == 12
+        sounds = len(list((ROOT / "assets" / "sounds").glob("*.wav")))
+        assert f"= {planned.renders} renders" in out and planned.renders == 4 * sounds
     if step == "run":
         tb.sweep.run(args[2], tmp_path / "python_sweep", workers=0)
         folder = Path(args[args.index("--out") + 1])
@@ -91,7 +96,7 @@ def check_studio(args: list[str], tmp_path: Path) -> None:
 
     mask = {"class": "Mask", "args": {"prob": 0.3, "dim": -2, "seed": 0}}
     with studio_command(args, tmp_path) as client:
-        assert client.ok("GET", "/api/model")["model"] == "tiny_rave"
+        assert client.ok("GET", "/api/model")["model"] == MODEL  # the studio's default
         client.ok("POST", "/api/bendings", {"callback": mask, "patterns": ["decoder_1$"]})
         rendered = client.ok("POST", "/api/render", {"sound": "pad"})
         heard, _ = decode_wav(client.get(rendered["audio"]["bended"])[1])
@@ -107,7 +112,7 @@ def test_the_readme_shows_each_command() -> None:
 
 def test_readme_commands_give_what_the_python_api_gives(tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
-    specs = tiny_rave_bends(tmp_path / "bends.json")
+    specs = readme_bends(tmp_path / "bends.json")
     for args in readme_commands():
         args = [str(ROOT / a) if a.startswith("assets/") else a for a in args]
         command = args[0]
@@ -128,10 +133,12 @@ def test_readme_commands_give_what_the_python_api_gives(tmp_path, monkeypatch, c
         assert code == 0, err
         if command == "inspect":  # the tables of the model traced on the padded sound
             sound, _ = tb.audio.load(args[args.index("--audio") + 1], mono=True)
-            bended = tb.BendedModule(tb.models.load())
-            pad = -sound.shape[-1] % 16
+            model = tb.models.load(MODEL)
+            bended = tb.BendedModule(model)
+            pad = -sound.shape[-1] % model.ratio
             bended.trace(x=torch.nn.functional.pad(sound, (0, pad))[None])
             assert bended.print_weights() in out and bended.print_activations() in out
+            assert "pitch, loudness, brightness, noisiness" in out  # the latent's names
         if command == "bend":  # the same samples as streaming from Python
             sound, rate = tb.audio.load(args[2], mono=True)
             bend_specs = [args[i + 1] for i, a in enumerate(args) if a == "--bend"]
@@ -141,7 +148,7 @@ def test_readme_commands_give_what_the_python_api_gives(tmp_path, monkeypatch, c
             expected, _ = tb.audio.load(tmp_path / "python.wav")
             assert got.shape == sound.shape and torch.equal(got, expected)
         if command == "export":  # the file computes what the configured model computes
-            bended = tb.BendedModule(tb.models.load())
+            bended = tb.BendedModule(tb.models.load(MODEL))
             bended.trace(x=torch.randn(1, 1, 4096, generator=torch.Generator().manual_seed(0)))
             for spec in specs:
                 bended.bend(*parse_bend(spec))

@@ -51,7 +51,8 @@ def test_the_command_serves_what_python_gives(tmp_path: Path) -> None:
     config.save(tmp_path / "start.json")
     with studio_command(["studio", "--config", "start.json", "--output", "session"], tmp_path) as c:
         model = c.ok("GET", "/api/model")
-        assert model["model"] == "tiny_rave" and model["output"] == str(tmp_path / "session")
+        assert model["model"] == "tiny_ddsp" and model["output"] == str(tmp_path / "session")
+        assert model["latent_names"][:4] == ["pitch", "loudness", "brightness", "noisiness"]
         state = c.ok("GET", "/api/config")
         assert state["keys"] == [["forward:decoder_1"]]
         rendered = c.ok("POST", "/api/render", {"sound": "bass", "seconds": 1.1})
@@ -59,7 +60,7 @@ def test_the_command_serves_what_python_gives(tmp_path: Path) -> None:
         assert status == 200
         heard, _ = decode_wav(data)
         nodes = [n["name"] for n in c.ok("GET", "/api/graph")["nodes"]]
-    bended = tb.BendedModule(tb.models.load().set_streaming(True))
+    bended = tb.BendedModule(tb.models.load("tiny_ddsp").set_streaming(True))
     bended.trace(x=torch.zeros(1, 1, 8192))
     assert nodes == [n.name for n in bended.graph().nodes]
     bended.bend(tb.BendingConfig.load(tmp_path / "start.json"))

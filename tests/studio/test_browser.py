@@ -377,3 +377,19 @@ def test_the_sweep_opens_in_the_page(tmp_path: Path, token: str | None) -> None:
         atlas = next(f for f in p.frames if f.url.endswith("atlas.html") or "atlas.html?" in f.url)
         assert atlas.evaluate(f"async () => (await fetch({audio!r})).status") == 200
         assert opened.errors == []
+
+
+def test_the_header_lists_the_latent_names_of_a_model_that_has_them(tmp_path: Path) -> None:
+    from torchbend.models.reference import load_model
+
+    ddsp = Studio(load_model("tiny_ddsp"), "tiny_ddsp", output=tmp_path / "ddsp")
+    with served(ddsp) as server, open_page(server.url, width=1440, height=900) as opened:
+        opened.page.wait_for_selector("body[data-ready='1']")
+        latent = opened.page.locator("#model-latent")
+        assert latent.is_visible()
+        assert latent.inner_text().startswith("latent: 0 pitch · 1 loudness · 2 brightness")
+        assert opened.errors == []
+    rave = tiny_studio(tmp_path / "rave")  # TinyRave names no channel: nothing shown
+    with served(rave) as server, open_page(server.url, width=1440, height=900) as opened:
+        opened.page.wait_for_selector("body[data-ready='1']")
+        assert not opened.page.locator("#model-latent").is_visible()

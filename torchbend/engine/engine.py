@@ -27,7 +27,7 @@ from .methods import MethodTable
 from .readonly import BendedView, Restore
 from .selection import Aliases, Selection, select
 from .shaping import shaping
-from .tables import Table, activations_table, show
+from .tables import Table, activations_table, latent_names, show
 from .weights import WeightBank, weight_holder
 
 __all__ = ["Engine"]
@@ -325,7 +325,7 @@ class Engine:
         infos = self.inspector.activations(fn, op, flt, exclude)
         key = self.table.method(fn).key
         aliases = {a.name: self.aliases.of(f"{key}:{a.name}") for a in infos}
-        return show(activations_table(infos, aliases), out)
+        return show(activations_table(infos, aliases, latent_names(self.module)), out)
 
     # -- versions and moves ---------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ __all__ = [
     "activation_infos",
     "activations_table",
     "controls_table",
+    "latent_names",
     "show",
     "weights_table",
 ]
@@ -118,16 +119,40 @@ def activation_infos(
     ]
 
 
+def latent_names(module: object) -> list[str] | None:
+    """The names of a model's latent channels, in order, if it declares them: a
+    ``latent_names`` attribute holding a sequence of strings (``None`` otherwise)."""
+    names = getattr(module, "latent_names", None)
+    if isinstance(names, str) or not isinstance(names, Sequence) or not names:
+        return None
+    return [str(n) for n in names] if all(isinstance(n, str) for n in names) else None
+
+
+def _carries(info: ActivationInfo, names: Sequence[str]) -> bool:
+    """Whether an activation has as many channels (axis 1) as the latent has names."""
+    shape = info.shape
+    return info.is_tensor and len(shape) >= 2 and int(shape[1]) == len(names)
+
+
 def activations_table(
-    infos: Sequence[ActivationInfo], aliases: Mapping[str, Sequence[str]] | None = None
+    infos: Sequence[ActivationInfo],
+    aliases: Mapping[str, Sequence[str]] | None = None,
+    latent: Sequence[str] | None = None,
 ) -> Table:
-    """Name, op, shape, dtype of activations, as the seed's table shows them, and their
-    aliases (``#name``, by activation name) when some have one."""
+    """Name, op, shape, dtype of activations, as the seed's table shows them, their aliases
+    (``#name``, by activation name) when some have one, and the names of the model's latent
+    channels (``latent``, see :func:`latent_names`) on the activations with that many
+    channels."""
     rows = [[a.name, a.op, _fmt(a.shape), _fmt(a.dtype)] for a in infos]
+    headers = ["name", "op", "shape", "dtype"]
     if aliases and any(aliases.get(a.name) for a in infos):
         rows = [[*row, " ".join(aliases.get(a.name, ()))] for row, a in zip(rows, infos)]
-        return Table(rows, ["name", "op", "shape", "dtype", "alias"])
-    return Table(rows, ["name", "op", "shape", "dtype"])
+        headers.append("alias")
+    if latent and any(_carries(a, latent) for a in infos):
+        named = ", ".join(latent)
+        rows = [[*row, named if _carries(a, latent) else ""] for row, a in zip(rows, infos)]
+        headers.append("latent channels")
+    return Table(rows, headers)
 
 
 def controls_table(controls: Iterable[BendingParameter]) -> Table:

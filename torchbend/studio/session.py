@@ -34,6 +34,7 @@ from ..audio.safety import FILE_CEILING, Safety
 from ..audio.safety_stats import SafetyStats
 from ..audio.stream import reset_cache
 from ..bended import BendedModule
+from ..engine.tables import latent_names
 from ..errors import StudioError, TorchbendError, did_you_mean
 from ..sweep.jobs import encode
 from ..sweep.measure import measure
@@ -160,6 +161,7 @@ class Studio:
             "block_size": self.block_size,
             "streams": self.streams,
             "ratio": self.ratio,
+            "latent_names": latent_names(self.bended.module),
             "sweep": "/sweep/atlas.html" if self.sweep is not None else None,
             "output": str(self.output),
         }

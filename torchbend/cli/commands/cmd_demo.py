@@ -1,4 +1,4 @@
-"""``torchbend demo``: bend the shipped model several ways on the shipped sounds."""
+"""``torchbend demo``: bend the shipped character model several ways on the shipped sounds."""
 
 from __future__ import annotations
 
@@ -12,7 +12,12 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = subcommand(sub, "demo", "bend the shipped model several ways on the shipped sounds")
+    p = subcommand(
+        sub,
+        "demo",
+        "bend the shipped character model (tiny_ddsp) several ways on the shipped sounds, walk "
+        "its named latent channels, and measure what each bending does",
+    )
     p.add_argument("--out", default="out/demo", help="the folder to write to")
     add_safety_option(p)
     p.set_defaults(run=run)

@@ -18,7 +18,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = subcommand(
         sub, "studio", "open a model in a web page to look inside it, bend it and hear it"
     )
-    p.add_argument("model", nargs="?", default="tiny_rave", help=f"the model: {MODEL_FORMS}")
+    p.add_argument("model", nargs="?", default="tiny_ddsp", help=f"the model: {MODEL_FORMS}")
     p.add_argument("--checkpoint", help="a state dict file to load into a module:factory MODEL")
     p.add_argument("--fn", default="forward", help="the method to render (audio in, audio out)")
     p.add_argument(

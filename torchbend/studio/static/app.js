@@ -428,6 +428,13 @@ async function loadModel() {
   S.method = m.fn;
   $("#model-name").textContent = m.model || "(model)";
   $("#model-class").textContent = m.class ? `${m.class}` : "";
+  // A model that names its latent channels (model.latent_names) shows them: they say what
+  // bending each channel of its latent moves.
+  const latent = $("#model-latent");
+  const names = Array.isArray(m.latent_names) ? m.latent_names : [];
+  latent.hidden = !names.length;
+  latent.textContent = names.length ? `latent: ${names.map((n, i) => `${i} ${n}`).join(" · ")}` : "";
+  latent.title = names.length ? "the model's latent channels, in order (model.latent_names)" : "";
   const sel = $("#method");
   const methods = m.methods && m.methods.length ? m.methods : [m.fn];
   sel.replaceChildren(...methods.map((f) => el("option", { value: f, text: f })));
