@@ -164,3 +164,14 @@ def test_bad_sizes_are_named() -> None:
         FrameAnalysis(window=1001)
     with pytest.raises(ModelError, match="bands at least 2"):
         HarmonicNoiseSynth(bands=1)
+
+
+def test_exports_to_a_program_that_plays_what_the_model_plays(tmp_path, model: TinyDDSP) -> None:
+    bended = tb.BendedModule(model)
+    x = torch.randn(1, 1, 2048, generator=torch.Generator().manual_seed(3)) * 0.2
+    bended.trace("forward", x=x)
+    bended.bend(tb.Scale(1.5), "decoder_1$")
+    tb.export.pt2(bended, tmp_path / "m.pt2", x=x)
+    program = torch.export.load(tmp_path / "m.pt2").module()
+    with torch.no_grad():
+        assert torch.allclose(program(x=x), bended.forward(x), atol=1e-5)

@@ -105,9 +105,7 @@ class FrameAnalysis(nn.Module):
         self.register_buffer("lags", torch.arange(half, dtype=torch.float32), persistent=False)
         self.register_buffer("offsets", torch.arange(self.longest - self.shortest), False)
         self.register_buffer("around", torch.tensor([-1, 0, 1]) + self.shortest, False)
-        self.register_buffer(
-            "bounds", torch.tensor([self.shortest, self.longest, rate / 440]), False
-        )
+        self.scale = rate / 440.0
         size = 512  # the spectrum reads the last 512 samples, through a Hann window
         freqs = torch.fft.rfftfreq(size, 1 / sample_rate, dtype=torch.float64)
         hann = torch.hann_window(size, periodic=False, dtype=torch.float64)
@@ -143,22 +141,30 @@ class FrameAnalysis(nn.Module):
         else:
             x = nn.functional.pad(x, (pad, 0))
         frames = x[:, 0].unfold(-1, self.window, self.hop)  # [batch, frames, window]
-        search = [self.lags, self.offsets, self.around, self.rest, self.bounds]  # see yin()
+        search = [self.lags, self.offsets, self.around, self.rest]  # see yin()
+        bounds = [self.shortest, self.longest]
         if torch.jit.is_scripting() or not eager():
-            return frame_features(frames, self.hann, self.sums, search)
-        return _scripted_frame_features(frames, self.hann, self.sums, search)
+            return frame_features(frames, self.hann, self.sums, search, bounds, self.scale)
+        return _scripted_frame_features(frames, self.hann, self.sums, search, bounds, self.scale)
 
 
 def frame_features(
-    frames: torch.Tensor, hann: torch.Tensor, sums: torch.Tensor, search: list[torch.Tensor]
+    frames: torch.Tensor,
+    hann: torch.Tensor,
+    sums: torch.Tensor,
+    search: list[torch.Tensor],
+    bounds: list[int],
+    scale: float,
 ) -> torch.Tensor:
     """:class:`FrameAnalysis`'s channels ``[batch, 4 + bands, frames]`` of ``frames``
     ``[batch, frames, window]``, given its constant tensors (``search``: see :func:`yin`)."""
     window = frames.shape[-1]
     if frames.shape[1] <= 32:
-        pitch, noisiness = yin(frames, search)
+        pitch, noisiness = yin(frames, search, bounds, scale)
     else:  # the pitch search holds [lags, half window] numbers a frame: 32 frames at a time
-        pitches = [yin(frames[:, i : i + 32], search) for i in range(0, frames.shape[1], 32)]
+        pitches = [
+            yin(frames[:, i : i + 32], search, bounds, scale) for i in range(0, frames.shape[1], 32)
+        ]
         pitch = torch.cat([p[0] for p in pitches], 1)
         noisiness = torch.cat([p[1] for p in pitches], 1)
     spectrum = torch.fft.rfft(frames[..., window - 512 :] * hann)
@@ -172,13 +178,16 @@ def frame_features(
     return torch.cat([named, shape], -1).transpose(1, 2)
 
 
-def yin(frames: torch.Tensor, search: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+def yin(
+    frames: torch.Tensor, search: list[torch.Tensor], bounds: list[int], scale: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """YIN on ``frames`` ``[batch, frames, window]`` decimated by four: pitch (octaves re 440
     Hz) and noisiness, each ``[batch, frames]``. ``search`` holds the lags ``0..half - 1``,
     the offsets of the searched lags from the shortest, the shortest lag plus ``-1, 0, 1``,
-    the values of a silent frame, and ``[shortest, longest, rate / 440]``."""
-    lags, offsets, around, rest, bounds = search
-    shortest, longest, scale = int(bounds[0]), int(bounds[1]), bounds[2]
+    and the values of a silent frame; ``bounds`` the shortest and longest lags searched;
+    ``scale`` the decimated sample rate over 440 Hz."""
+    lags, offsets, around, rest = search
+    shortest, longest = bounds
     half = lags.shape[0]
     batch, count = frames.shape[0], frames.shape[1]
     low = frames.reshape(batch, count, 2 * half, 4).mean(-1)  # decimated by four
@@ -206,6 +215,11 @@ def yin(frames: torch.Tensor, search: list[torch.Tensor]) -> tuple[torch.Tensor,
 
 @torch.jit.unused
 def _scripted_frame_features(
-    frames: torch.Tensor, hann: torch.Tensor, sums: torch.Tensor, search: list[torch.Tensor]
+    frames: torch.Tensor,
+    hann: torch.Tensor,
+    sums: torch.Tensor,
+    search: list[torch.Tensor],
+    bounds: list[int],
+    scale: float,
 ) -> torch.Tensor:
-    return scripted(frame_features)(frames, hann, sums, search)
+    return scripted(frame_features)(frames, hann, sums, search, bounds, scale)  # type: ignore[no-any-return]

@@ -136,7 +136,8 @@ class HarmonicNoiseSynth(nn.Module):
             last = controls.new_zeros(batch, self.last.shape[1], 1)
             phase = torch.zeros(batch, 1, dtype=torch.float64, device=controls.device)
             position = torch.zeros((), dtype=torch.long, device=controls.device)
-        noise = self.noise(position, frames * self.hop)
+        traced = not torch.jit.is_scripting() and not eager()  # torch.export, torch.compile
+        noise = self.noise(position, frames * self.hop, traced)
         constants = [
             self.orders,
             self.offsets,
@@ -146,7 +147,7 @@ class HarmonicNoiseSynth(nn.Module):
             self.rate,
         ]
         if torch.jit.is_scripting() or not eager():
-            y, now, phases = synthesize(controls, shapes, last, phase, noise, constants)
+            y, now, phases = synthesize(controls, shapes, last, phase, noise, constants, traced)
         else:
             y, now, phases = _scripted_synthesize(controls, shapes, last, phase, noise, constants)
         if self.streaming:
@@ -155,13 +156,15 @@ class HarmonicNoiseSynth(nn.Module):
             self.position.copy_((position + frames * self.hop) % self.tables.shape[0])
         return y
 
-    def noise(self, position: torch.Tensor, length: int) -> torch.Tensor:
-        """``length`` samples of the noise tables from ``position`` on, ``[length, bands]``."""
+    def noise(self, position: torch.Tensor, length: int, traced: bool = False) -> torch.Tensor:
+        """``length`` samples of the noise tables from ``position`` on, ``[length, bands]``
+        (by indexing when ``traced``: a graph cannot read the position as a number)."""
         period = self.tables.shape[0]
-        first = int(position)
-        if first + length <= period:
-            return self.tables[first : first + length]
-        index = (first + torch.arange(length, device=self.tables.device)) % period
+        if not traced:
+            first = int(position)
+            if first + length <= period:
+                return self.tables[first : first + length]
+        index = (position + torch.arange(length, device=self.tables.device)) % period
         return self.tables[index]
 
 
@@ -172,13 +175,15 @@ def synthesize(
     phase: torch.Tensor,
     noise: torch.Tensor,
     constants: list[torch.Tensor],
+    traced: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """:class:`HarmonicNoiseSynth`'s sound ``[batch, 1, frames * hop]`` from its ``controls``
     and ``shapes``, the ``last`` frame played ``[batch, 1 + harmonics + bands, 1]``, the
     oscillators' ``phase`` ``[batch, 1]`` (float64) and the ``noise`` tables' next samples
     ``[frames * hop, bands]``; ``constants`` holds the harmonic orders ``[harmonics, 1]``,
     their phase offsets ``[harmonics]``, their octaves, the bands' octaves re 1 kHz, the glide ramp ``[hop]`` and the sample
-    rate. Also returns the frames played and the phase of every sample, for a stream to
+    rate; ``traced``: whether a graph is being recorded (``torch.export``). Also returns the
+    frames played and the phase of every sample, for a stream to
     carry on from."""
     orders, offsets, harmonic_octaves, band_octaves, ramp, rate = constants
     batch, frames = controls.shape[0], controls.shape[-1]
@@ -224,7 +229,9 @@ def synthesize(
     ends[:, :h] *= (top < 20000.0)[..., None]
     both = basis.reshape(batch, frames, -1, h + b) @ ends.permute(0, 2, 1, 3)
     y = torch.lerp(both[..., 0], both[..., 1], ramp).reshape(batch, 1, -1)
-    if bool(y.abs().amax() > 0.9):  # rarely: only what a bending made loud
+    # Rarely needed (only what a bending made loud): skipped when nothing passes the knee,
+    # except in a graph (``traced``), which cannot branch on values.
+    if traced or bool(y.abs().amax() > 0.9):
         y = soft_knee(y, 0.9)
     return y, now, phases
 
