@@ -70,6 +70,12 @@ class FrameAnalysis(nn.Module):
     """
 
     cache: torch.Tensor
+    lags: torch.Tensor
+    offsets: torch.Tensor
+    around: torch.Tensor
+    rest: torch.Tensor
+    hann: torch.Tensor
+    sums: torch.Tensor
     torchbend_leaf = True
 
     def __init__(
@@ -99,7 +105,6 @@ class FrameAnalysis(nn.Module):
         self.hop = hop
         self.window = window
         self.sample_rate = sample_rate
-        self.half = half
         self.streaming = False
         self.register_buffer("cache", torch.zeros(1, 1, window - hop), persistent=False)
         self.register_buffer("lags", torch.arange(half, dtype=torch.float32), persistent=False)

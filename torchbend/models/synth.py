@@ -85,6 +85,12 @@ class HarmonicNoiseSynth(nn.Module):
     position: torch.Tensor
     last: torch.Tensor
     tables: torch.Tensor
+    orders: torch.Tensor
+    offsets: torch.Tensor
+    harmonic_octaves: torch.Tensor
+    band_octaves: torch.Tensor
+    ramp: torch.Tensor
+    rate: torch.Tensor
     torchbend_leaf = True
 
     def __init__(

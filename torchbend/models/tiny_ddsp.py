@@ -150,6 +150,6 @@ class TinyDDSP(nn.Module):
         for module in self._stateful():
             module.reset_cache()
 
-    def _stateful(self) -> Sequence[nn.Module]:
+    def _stateful(self) -> Sequence[CachedConv1d | FrameAnalysis | HarmonicNoiseSynth]:
         kinds = (CachedConv1d, FrameAnalysis, HarmonicNoiseSynth)
         return [m for m in self.modules() if isinstance(m, kinds)]
