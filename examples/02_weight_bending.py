@@ -2,13 +2,14 @@
 
 Run: python examples/02_weight_bending.py [--out DIR] [--smoke]
 
-Loads TinyRave (``torchbend.models.load()``) and the drum loop of ``assets/sounds``, lists the
-model's weights (``weights.txt``), then renders the loop through the model once as it is
-(``original.wav``) and once per weight bending: a louder latent read-out (``Scale``), noise on
-the layer that writes the 16 bands (``Noise``), bands left out of the filter bank's merge
-(``Mask`` with ``dim``), bands merged through other bands' filters (``Permute``) and all of
-them at once (``all.wav``). WAVs go to DIR (default ``out/examples/02``). ``--smoke`` crops
-the loop to one second.
+Loads TinyDDSP (``torchbend.models.load("tiny_ddsp")``) and the sung line of
+``assets/sounds``, lists the model's weights (``weights.txt``), then renders the voice through
+the model once as it is (``original.wav``) and once per weight bending of its decoder: the
+latent read twice as hard (``Scale``), noise on the head that spreads the power over the
+harmonics and the noise bands (``Noise``), rows of that head left out (``Mask`` with ``dim``),
+rows swapped (``Permute``) and all of them at once (``all.wav``). The pitch and the level stay
+the voice's (they are measured, not decoded): what changes is the timbre. WAVs go to DIR
+(default ``out/examples/02``). ``--smoke`` crops the voice to one second.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
-    model = load("tiny_rave")
+    model = load("tiny_ddsp")
     sr = model.sample_rate
-    audio, _ = load_audio(REPO / "assets/sounds/drums.wav", sample_rate=sr, mono=True)
+    audio, _ = load_audio(REPO / "assets/sounds/voice.wav", sample_rate=sr, mono=True)
     seconds = 1.0 if args.smoke else 4.0
     length = int(seconds * sr) // model.ratio * model.ratio  # a multiple of the model's ratio
     x = audio[None, :, :length]  # [batch, channels, time]
@@ -47,17 +48,19 @@ def main() -> None:
 
     # Each bending: a name, a callback, and a regular expression over weight names.
     bendings = {
-        # decoder.0 reads the 16-channel latent. The decoder's hidden values are small, so its
-        # tanh stays nearly linear: doubling this weight mostly doubles the output (+6 dB).
+        # decoder.0 reads the pitch, the loudness and the four timbres of the latent: read
+        # twice as hard, they call for another spread of the harmonics (the level stays: the
+        # synthesizer sets it from the loudness channel itself).
         "scale": (tb.Scale(2.0), r"decoder\.0\.weight"),
-        # Multiplicative noise (1 + N(0, 0.5)) on decoder.2, which writes the 16 bands.
-        "noise": (tb.Noise(std=0.5, op="mul", seed=0), r"decoder\.2\.weight"),
-        # pqmf.merge.weight is [output phase, band, tap]: with dim=1 each of the 16 bands
-        # (1378 Hz wide at 44.1 kHz) is dropped whole with probability 0.3: spectral holes.
-        "mask": (tb.Mask(prob=0.3, dim=1, seed=0), r"pqmf\.merge\.weight"),
-        # Half of the bands merged through another band's filter: their content moves up or
-        # down the spectrum.
-        "permute": (tb.Permute(dim=1, seed=0, amount=0.5), r"pqmf\.merge\.weight"),
+        # decoder.6 is the head, [32 harmonics + 16 noise bands + 1 balance, 64, 1]:
+        # multiplicative noise (1 + N(0, 0.5)) on it colours each harmonic and band anew.
+        "noise": (tb.Noise(std=0.5, op="mul", seed=0), r"decoder\.6\.weight"),
+        # With dim=0 each row is dropped whole with probability 0.3: those harmonics and bands
+        # fall back to the same share, the others keep theirs.
+        "mask": (tb.Mask(prob=0.3, dim=0, seed=0), r"decoder\.6\.weight"),
+        # Half of the rows swapped: a harmonic's share goes to another harmonic or to a noise
+        # band, and the voice's formants move.
+        "permute": (tb.Permute(dim=0, seed=0, amount=0.5), r"decoder\.6\.weight"),
     }
 
     with torch.no_grad():

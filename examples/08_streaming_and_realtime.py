@@ -2,7 +2,7 @@
 
 Run: python examples/08_streaming_and_realtime.py [--out DIR] [--smoke]
 
-Runs TinyRave (``torchbend.models.load()``, streaming mode, bent) through
+Runs TinyDDSP (``torchbend.models.load("tiny_ddsp")``, streaming mode, bent) through
 ``torchbend.audio.stream.Stream`` at several block sizes, on the mono drum loop and on a
 stereo file made of the drums (left) and the bass (right), each channel a batch item of the
 mono model. For each it prints the realtime factor, the latency and the overruns (blocks
@@ -33,8 +33,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def bent_stream(block: int, batch: int, safety: bool) -> tuple[tb.BendedModule, Stream]:
-    """A streaming, bent TinyRave traced for ``batch`` channels of ``block`` samples."""
-    model = load("tiny_rave").set_streaming(True)
+    """A streaming, bent TinyDDSP traced for ``batch`` channels of ``block`` samples."""
+    model = load("tiny_ddsp").set_streaming(True)
     silence = torch.zeros(batch, 1, block)
     with torch.no_grad():
         model(silence)  # size the caches for this batch before tracing
