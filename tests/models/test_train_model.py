@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from torchbend.models import TinyRave, load
+from torchbend.models import TinyDDSP, TinyRave, load
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
@@ -20,19 +20,30 @@ def run(script: str, *argv: str, monkeypatch: pytest.MonkeyPatch) -> None:
     runpy.run_path(str(SCRIPTS / script), run_name="__main__")
 
 
+@pytest.mark.parametrize(("name", "kind"), [("tiny_rave", TinyRave), ("tiny_ddsp", TinyDDSP)])
 def test_make_assets_then_train(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    name: str,
+    kind: type,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     sounds, out = tmp_path / "sounds", tmp_path / "model.safetensors"
     run("make_assets.py", "--out", str(sounds), "--seconds", "1", monkeypatch=monkeypatch)
-    assert sorted(p.name for p in sounds.iterdir()) == ["bass.wav", "drums.wav", "pad.wav"]
+    assert sorted(p.name for p in sounds.iterdir()) == [
+        "bass.wav",
+        "cello.wav",
+        "drums.wav",
+        "pad.wav",
+        "voice.wav",
+    ]
     threads = torch.get_num_threads()
     try:
         run(
             "train_model.py",
             *("--sounds", str(sounds), "--out", str(out), "--steps", "2", "--time-limit", "60"),
             *("--holdout", "0.25", "--crop", "4096", "--batch", "2", "--threads", "1"),
-            *("--seconds", "0.5"),
+            *("--seconds", "0.5", "--model", name),
             monkeypatch=monkeypatch,
         )
     finally:
@@ -42,4 +53,4 @@ def test_make_assets_then_train(
     assert "trained (2 steps" in printed
     with safe_open(str(out), framework="pt") as f:
         assert f.metadata()["steps"] == "2"
-    assert isinstance(load(weights=out), TinyRave)
+    assert isinstance(load(name, weights=out), kind)
