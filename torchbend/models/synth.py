@@ -188,7 +188,8 @@ def synthesize(
     oscillators' ``phase`` ``[batch, 1]`` (float64) and the ``noise`` tables' next samples
     ``[frames * hop, bands]``; ``constants`` holds the harmonic orders ``[harmonics, 1]``,
     their phase offsets ``[harmonics]``, their octaves, the bands' octaves re 1 kHz, the
-    glide ramp ``[hop]`` and the sample rate; ``traced``: whether a graph is being recorded (``torch.export``). Also returns the
+    glide ramp ``[hop]`` and the sample rate; ``traced``: whether a graph is being recorded
+    (``torch.export``). Also returns the
     frames played and the phase of every sample, for a stream to
     carry on from."""
     orders, offsets, harmonic_octaves, band_octaves, ramp, rate = constants
