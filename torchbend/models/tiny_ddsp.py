@@ -1,14 +1,13 @@
 """TinyDDSP: a small causal resynthesis model (an analysis, a learned decoder and a harmonic plus
 noise synthesizer) whose latent names what it does, streamable block by block."""
 
-from collections.abc import Sequence
-
 import torch
 from torch import nn
 
 from ..errors import ModelError
 from .analysis import FrameAnalysis
 from .cached_conv import CachedConv1d
+from .streaming import Streamable
 from .synth import HarmonicNoiseSynth
 
 __all__ = ["LATENT_NAMES", "LATENT_RANGES", "TinyDDSP"]
@@ -28,7 +27,7 @@ LATENT_RANGES = {
 channels are ``tanh`` outputs, from -1 to 1."""
 
 
-class TinyDDSP(nn.Module):
+class TinyDDSP(Streamable):
     """A causal DDSP-style model: ``encode(x) -> z``, ``decode(z) -> y``, one frame per ``hop``.
 
     The encoder measures each frame (:class:`FrameAnalysis`): its pitch, loudness,
@@ -133,23 +132,3 @@ class TinyDDSP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decode(self.encode(x))
-
-    def set_streaming(self, streaming: bool = True) -> "TinyDDSP":
-        """Run block by block (``True``), carrying state across calls, or offline (``False``).
-
-        Switching either way clears the state. A :class:`~torchbend.BendedModule` bakes the
-        mode into its graphs: trace after switching.
-        """
-        for module in self._stateful():
-            module.streaming = streaming
-        self.reset_cache()
-        return self
-
-    def reset_cache(self) -> None:
-        """Forget the past of a stream: the next block starts from silence."""
-        for module in self._stateful():
-            module.reset_cache()
-
-    def _stateful(self) -> Sequence[CachedConv1d | FrameAnalysis | HarmonicNoiseSynth]:
-        kinds = (CachedConv1d, FrameAnalysis, HarmonicNoiseSynth)
-        return [m for m in self.modules() if isinstance(m, kinds)]

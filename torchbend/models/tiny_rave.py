@@ -8,11 +8,12 @@ from torch import nn
 from ..errors import ModelError
 from .cached_conv import CachedConv1d
 from .pqmf import PQMF
+from .streaming import Streamable
 
 __all__ = ["TinyRave"]
 
 
-class TinyRave(nn.Module):
+class TinyRave(Streamable):
     """A small causal waveform autoencoder: ``encode(x) -> z``, ``decode(z) -> y``.
 
     The waveform is split into ``bands`` bands by a pseudo-QMF filter bank (:class:`PQMF`, as
@@ -110,21 +111,3 @@ class TinyRave(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.decode(self.encode(x))
-
-    def set_streaming(self, streaming: bool = True) -> "TinyRave":
-        """Run block by block (``True``), carrying state across calls, or offline (``False``).
-
-        Switching either way clears the caches. A :class:`~torchbend.BendedModule` bakes the
-        mode into its graphs: trace after switching.
-        """
-        for module in self.modules():
-            if isinstance(module, CachedConv1d):
-                module.streaming = streaming
-                module.reset_cache()
-        return self
-
-    def reset_cache(self) -> None:
-        """Forget the past of a stream: the next block starts from silence."""
-        for module in self.modules():
-            if isinstance(module, CachedConv1d):
-                module.reset_cache()
