@@ -2,15 +2,15 @@
 
 Run: python examples/07_export_for_nntilde.py [--out DIR] [--smoke]
 
-Bends TinyRave (``torchbend.models.load()``) with two knobs (``gain``, ``drive``) and exports
+Bends TinyDDSP (``torchbend.models.load("tiny_ddsp")``) with two knobs (``gain``, ``drive``) and exports
 it three ways, into DIR (default ``out/examples/07``):
 
-- ``tiny_rave_bent.ts`` with ``tb.export.nntilde``: ``forward``, ``encode`` and
+- ``tiny_ddsp_bent.ts`` with ``tb.export.nntilde``: ``forward``, ``encode`` and
   ``decode`` methods, the knobs as nn~ attributes (``set gain 0.5`` in Max), checked with
   ``tb.export.check_nntilde`` the way nn~ will call it (report in ``nntilde_report.txt``);
-- ``tiny_rave_bent.pt`` with ``tb.export.torchscript``, reloaded with ``torch.jit.load``
+- ``tiny_ddsp_bent.pt`` with ``tb.export.torchscript``, reloaded with ``torch.jit.load``
   and compared with the bended model, before and after turning a knob;
-- ``tiny_rave_bent.pt2`` with ``tb.export.pt2`` (knobs frozen), reloaded with
+- ``tiny_ddsp_bent.pt2`` with ``tb.export.pt2`` (knobs frozen), reloaded with
   ``torch.export.load`` and compared.
 
 ``--smoke`` exports only ``forward`` to nn~.
@@ -28,7 +28,7 @@ from torchbend.models import load
 
 
 def bend(bended: tb.BendedModule) -> None:
-    """The same two knobs on any traced TinyRave."""
+    """The same two knobs on any traced TinyDDSP (on its decoder: the timbre)."""
     gain = tb.BendingParameter("gain", 1.0, range=(0.0, 2.0))
     drive = tb.BendingParameter("drive", 2.0, range=(0.0, 10.0))
     bended.bend(tb.Scale(gain), "decoder_1$")  # an activation: read at each call
@@ -44,18 +44,18 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     x = torch.randn(1, 1, 8192) * 0.1
 
-    # 1. nn~, traced per method, in streaming mode: the caches of TinyRave's convolutions carry
-    # state from one buffer nn~ gives to the next, so buffers join without clicks.
-    model = load("tiny_rave")
+    # 1. nn~, traced per method, in streaming mode: TinyDDSP's caches, oscillator phases and
+    # noise position carry from one buffer nn~ gives to the next, so buffers join without clicks.
+    model = load("tiny_ddsp")
     model.set_streaming(True)
     bended = tb.BendedModule(model)
     bended.trace(x=x)
     methods = ("forward",) if args.smoke else ("forward", "encode", "decode")
     if not args.smoke:
         bended.trace("encode", x=x)
-        bended.trace("decode", z=torch.zeros(1, model.latent_size, 32))
+        bended.trace("decode", z=model.encode(x).detach())
     bend(bended)
-    path = args.out / "tiny_rave_bent.ts"
+    path = args.out / "tiny_ddsp_bent.ts"
     report = tb.export.nntilde(bended, path, methods=methods, sample_rate=model.sample_rate)
     print(report)
     # check_nntilde works on any .ts file, ours or downloaded.
@@ -64,12 +64,12 @@ def main() -> None:
     print(f"wrote {path} and {args.out / 'nntilde_report.txt'}")
 
     # 2. TorchScript and .pt2 of an offline model, each reloaded and compared.
-    offline = tb.BendedModule(load("tiny_rave"))
+    offline = tb.BendedModule(load("tiny_ddsp"))
     offline.trace(x=x)
     bend(offline)
     with torch.no_grad():
         expected = offline(x)
-    path = args.out / "tiny_rave_bent.pt"
+    path = args.out / "tiny_ddsp_bent.pt"
     tb.export.torchscript(offline, path)
     scripted = torch.jit.load(str(path))  # needs torch only, not torchbend
     print(f"wrote {path}; TorchScript max error: {(scripted(x) - expected).abs().max():.2e}")
@@ -79,7 +79,7 @@ def main() -> None:
         error = (scripted(x) - offline(x)).abs().max()
     print(f"  after set_drive(8.0): max error {error:.2e}")
 
-    path = args.out / "tiny_rave_bent.pt2"
+    path = args.out / "tiny_ddsp_bent.pt2"
     tb.export.pt2(offline, path, x=x)  # knobs frozen at their current values
     program = torch.export.load(str(path)).module()
     with torch.no_grad():
