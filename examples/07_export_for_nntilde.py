@@ -2,8 +2,8 @@
 
 Run: python examples/07_export_for_nntilde.py [--out DIR] [--smoke]
 
-Bends TinyDDSP (``torchbend.models.load("tiny_ddsp")``) with two knobs (``gain``, ``drive``) and exports
-it three ways, into DIR (default ``out/examples/07``):
+Bends TinyDDSP (``torchbend.models.load("tiny_ddsp")``) with two knobs (``gain``, ``drive``)
+and exports it three ways, into DIR (default ``out/examples/07``):
 
 - ``tiny_ddsp_bent.ts`` with ``tb.export.nntilde``: ``forward``, ``encode`` and
   ``decode`` methods, the knobs as nn~ attributes (``set gain 0.5`` in Max), checked with
