@@ -2,14 +2,14 @@
 
 Run: python examples/06_versions_and_interpolation.py [--out DIR] [--smoke]
 
-With TinyRave (``torchbend.models.load()``) on the drum loop: two weight bendings are frozen
-with ``write`` as versions ``noisy`` and ``permuted``, and the weights of an untrained TinyRave
-are imported as version ``untrained`` (``create_version``). It renders each version with
-``set_version`` (``version_<name>.wav``), a walk from the original weights to ``noisy``
-with ``interpolate`` (``original_to_noisy_<k>.wav``), a three-way mix
-(``three_way.wav``), and checks that leaving the ``with`` block restores the original. Files go
-to DIR (default ``out/examples/06``). ``--smoke`` crops the loop to one second and walks in
-fewer steps.
+With TinyDDSP (``torchbend.models.load("tiny_ddsp")``) on the sung line: two weight bendings
+of its decoder are frozen with ``write`` as versions ``noisy`` and ``permuted``, and the weights
+of an untrained TinyDDSP are imported as version ``untrained`` (``create_version``). It renders
+each version with ``set_version`` (``version_<name>.wav``: the same pitch and level, another
+timbre), a walk from the original weights to ``noisy`` with ``interpolate``
+(``original_to_noisy_<k>.wav``), a three-way mix (``three_way.wav``), and checks that leaving
+the ``with`` block restores the original. Files go to DIR (default ``out/examples/06``).
+``--smoke`` crops the voice to one second and walks in fewer steps.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import torchbend as tb
 from torchbend.audio import load as load_audio
 from torchbend.audio import save
 from torchbend.audio.safety import FILE_CEILING
-from torchbend.models import TinyRave, load
+from torchbend.models import TinyDDSP, load
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,24 +35,25 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
-    model = load("tiny_rave")
+    model = load("tiny_ddsp")
     sr = model.sample_rate
-    audio, _ = load_audio(REPO / "assets/sounds/drums.wav", sample_rate=sr, mono=True)
+    audio, _ = load_audio(REPO / "assets/sounds/voice.wav", sample_rate=sr, mono=True)
     x = audio[None, :, : int((1.0 if args.smoke else 4.0) * sr) // model.ratio * model.ratio]
 
     bended = tb.BendedModule(model)
     bended.trace(x=x)
 
     # write() freezes the current weights, bendings included, under a name.
-    bended.bend(tb.Noise(std=0.3, op="mul", seed=0), r"decoder\.[02]\.weight")
+    bended.bend(tb.Noise(std=0.3, op="mul", seed=0), r"decoder\.[06]\.weight")
     bended.write("noisy")
     bended.reset()
-    bended.bend(tb.Permute(dim=0, seed=0, amount=0.3), r"decoder\.2\.weight")
+    # decoder.6 is the head: its rows spread the power over harmonics and noise bands.
+    bended.bend(tb.Permute(dim=0, seed=0, amount=0.3), r"decoder\.6\.weight")
     bended.write("permuted")
     bended.reset()
     # Any checkpoint with the same weight names can be a version: here, untrained weights.
     torch.manual_seed(0)
-    bended.create_version("untrained", TinyRave())
+    bended.create_version("untrained", TinyDDSP())
     print("versions:", bended.versions)
 
     def render(name: str) -> torch.Tensor:
