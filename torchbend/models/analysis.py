@@ -129,8 +129,6 @@ class FrameAnalysis(nn.Module):
         self.register_buffer("sums", sums.float(), persistent=False)
         self.bands = bands
         self.register_buffer("rest", torch.tensor([SILENT_PITCH, 1.0]), persistent=False)
-        self.bins = freqs.numel()
-        self.channels = 4 + bands
 
     def reset_cache(self) -> None:
         """Forget the past: the next streamed block starts from silence."""

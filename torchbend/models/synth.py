@@ -90,7 +90,6 @@ class HarmonicNoiseSynth(nn.Module):
     harmonic_octaves: torch.Tensor
     band_octaves: torch.Tensor
     ramp: torch.Tensor
-    rate: torch.Tensor
     torchbend_leaf = True
 
     def __init__(
@@ -117,7 +116,6 @@ class HarmonicNoiseSynth(nn.Module):
         self.register_buffer("band_octaves", octaves[:, None], persistent=False)
         ramp = torch.arange(1, hop + 1, dtype=torch.float32) / hop
         self.register_buffer("ramp", ramp, persistent=False)
-        self.register_buffer("rate", torch.tensor(float(sample_rate)), persistent=False)
         # The state a stream carries: the oscillators' phase (float64: it is summed over
         # every sample), the noise tables' position, and the last frame's fundamental,
         # harmonic amplitudes and noise gains.
@@ -144,18 +142,16 @@ class HarmonicNoiseSynth(nn.Module):
             position = torch.zeros((), dtype=torch.long, device=controls.device)
         traced = not torch.jit.is_scripting() and not eager()  # torch.export, torch.compile
         noise = self.noise(position, frames * self.hop, traced)
-        constants = [
-            self.orders,
-            self.offsets,
-            self.harmonic_octaves,
-            self.band_octaves,
-            self.ramp,
-            self.rate,
-        ]
-        if torch.jit.is_scripting() or not eager():
-            y, now, phases = synthesize(controls, shapes, last, phase, noise, constants, traced)
+        constants = [self.orders, self.offsets, self.harmonic_octaves, self.band_octaves, self.ramp]
+        rate = float(self.sample_rate)
+        if torch.jit.is_scripting() or traced:
+            y, now, phases = synthesize(
+                controls, shapes, last, phase, noise, constants, rate, traced
+            )
         else:
-            y, now, phases = _scripted_synthesize(controls, shapes, last, phase, noise, constants)
+            y, now, phases = _scripted_synthesize(
+                controls, shapes, last, phase, noise, constants, rate
+            )
         if self.streaming:
             self.last.copy_(now[..., -1:])
             self.phase.copy_(phases[:, -1:])
@@ -181,6 +177,7 @@ def synthesize(
     phase: torch.Tensor,
     noise: torch.Tensor,
     constants: list[torch.Tensor],
+    rate: float,
     traced: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """:class:`HarmonicNoiseSynth`'s sound ``[batch, 1, frames * hop]`` from its ``controls``
@@ -188,11 +185,10 @@ def synthesize(
     oscillators' ``phase`` ``[batch, 1]`` (float64) and the ``noise`` tables' next samples
     ``[frames * hop, bands]``; ``constants`` holds the harmonic orders ``[harmonics, 1]``,
     their phase offsets ``[harmonics]``, their octaves, the bands' octaves re 1 kHz, the
-    glide ramp ``[hop]`` and the sample rate; ``traced``: whether a graph is being recorded
-    (``torch.export``). Also returns the
-    frames played and the phase of every sample, for a stream to
-    carry on from."""
-    orders, offsets, harmonic_octaves, band_octaves, ramp, rate = constants
+    glide ramp ``[hop]``; ``rate`` the sample rate in Hz; ``traced``: whether a graph is being
+    recorded (``torch.export``). Also returns the frames played and the phase of every
+    sample, for a stream to carry on from."""
+    orders, offsets, harmonic_octaves, band_octaves, ramp = constants
     batch, frames = controls.shape[0], controls.shape[-1]
     h, b = orders.shape[0], band_octaves.shape[0]
     pitch, loudness, brightness, noisiness = controls.unbind(1)  # each [batch, frames]
@@ -222,7 +218,7 @@ def synthesize(
     now = torch.cat([f0, amplitudes, gains], 1)  # [batch, 1 + h + b, frames]
     start = torch.cat([last, now[..., :-1]], -1)  # each frame glides from the one before
     f0s = torch.lerp(start[:, 0, :, None], now[:, 0, :, None], ramp)
-    step = f0s.reshape(batch, -1).double() * (2 * math.pi / rate.double())
+    step = f0s.reshape(batch, -1).double() * (2 * math.pi / rate)
     phases = (phase + step.cumsum(-1)).remainder(2 * math.pi)
     # One matrix product plays every oscillator and noise band at both ends of each frame's
     # glide: the sound is [sines | noise] @ [amplitudes at start | at end].
@@ -251,8 +247,9 @@ def _scripted_synthesize(
     phase: torch.Tensor,
     noise: torch.Tensor,
     constants: list[torch.Tensor],
+    rate: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return scripted(synthesize)(controls, shapes, last, phase, noise, constants)  # type: ignore[no-any-return]
+    return scripted(synthesize)(controls, shapes, last, phase, noise, constants, rate)  # type: ignore[no-any-return]
 
 
 def soft_knee(y: torch.Tensor, knee: float = 0.9, ceiling: float = 0.999) -> torch.Tensor:
