@@ -2,14 +2,17 @@
 
 Run: python examples/05_capture_and_latent_surgery.py [--out DIR] [--smoke]
 
-With TinyRave (``torchbend.models.load()``): ``get_activations`` runs the model only as far
-as the latent of the drum loop and of the bass line; we edit the latents (swap two halves of
-the channels, average all channels, mix the two sounds' latents) and ``from_activations``
-runs the rest of the model from the edited latent (``swap.wav``, ``average.wav``,
-``mix.wav``). Then a ``tb.Capture`` records the bass's latent as the model runs, and
-``tb.InterpolationFromCapture`` pulls the drums' latent towards it, on a knob
-(``morph_25.wav`` ... ``morph_100.wav``). ``latents.png`` shows the latents. Files go to DIR
-(default ``out/examples/05``). ``--smoke`` crops the sounds to one second.
+With TinyDDSP, the character model (``torchbend.models.load()``), whose latent names its
+channels (``model.latent_names``: pitch, loudness, brightness, noisiness, four learned timbre
+channels): ``get_activations`` runs the model only as far as the latent of the sung line and
+of the bass line; we edit the latents by name (the voice's pitch and loudness kept, every
+other channel taken from the bass; the voice's timbre channels held at their average over the
+sound; the two latents mixed half and half) and ``from_activations`` runs the rest of the
+model from the edited latent (``graft.wav``, ``held.wav``, ``mix.wav``). Then a
+``tb.Capture`` records the bass's latent as the model runs, and ``tb.InterpolationFromCapture``
+pulls the voice's latent towards it, on a knob (``morph_25.wav`` ... ``morph_100.wav``).
+``latents.png`` shows the latents, channels named. Files go to DIR (default
+``out/examples/05``). ``--smoke`` crops the sounds to one second.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from torchbend.audio.safety import FILE_CEILING
 from torchbend.models import load
 
 REPO = Path(__file__).resolve().parents[1]
-LATENT = "encoder_2"  # the encoder's last convolution in TinyRave's forward: [1, 16, frames]
+LATENT = "cat"  # TinyDDSP's latent in its forward: [1, 8, frames], one frame per 256 samples
 
 
 def listenable(audio: torch.Tensor, sr: int) -> torch.Tensor:
@@ -50,32 +53,33 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
-    model = load("tiny_rave")
-    sr = model.sample_rate
+    model = load("tiny_ddsp")
+    sr, names = model.sample_rate, model.latent_names
     length = int((1.0 if args.smoke else 4.0) * sr) // model.ratio * model.ratio
-    drums, bass = (
+    voice, bass = (
         load_audio(REPO / f"assets/sounds/{name}.wav", sample_rate=sr, mono=True)[0]
-        for name in ("drums", "bass")
+        for name in ("voice", "bass")
     )
-    drums, bass = drums[None, :, :length], bass[None, :, :length]  # [batch, channels, time]
+    voice, bass = voice[None, :, :length], bass[None, :, :length]  # [batch, channels, time]
+    sung = [names.index("pitch"), names.index("loudness")]
+    timbre = [i for i, name in enumerate(names) if name.startswith("timbre")]
 
     bended = tb.BendedModule(model)
-    bended.trace(x=drums)
+    bended.trace(x=voice)
     with torch.no_grad():
         # 1. Latent surgery: out at the latent, edit, back in from the latent.
-        z_drums = bended.get_activations(f"{LATENT}$", x=drums)[LATENT]  # stops at the latent
+        z_voice = bended.get_activations(f"{LATENT}$", x=voice)[LATENT]  # stops at the latent
         z_bass = bended.get_activations(f"{LATENT}$", x=bass)[LATENT]
-        half = z_drums.shape[1] // 2
-        edits = {
-            "swap": torch.cat([z_drums[:, half:], z_drums[:, :half]], 1),  # channels 8-15 <-> 0-7
-            "average": z_drums.mean(1, keepdim=True).expand_as(z_drums),  # one shared channel
-            "mix": 0.5 * z_drums + 0.5 * z_bass,  # halfway between the two sounds
-        }
+        graft = z_bass.clone()
+        graft[:, sung] = z_voice[:, sung]  # the voice's pitch and loudness, the rest the bass's
+        held = z_voice.clone()
+        held[:, timbre] = z_voice[:, timbre].mean(-1, keepdim=True)  # one timbre all along
+        edits = {"graft": graft, "held": held, "mix": 0.5 * z_voice + 0.5 * z_bass}
         for name, z in edits.items():
             y = bended.from_activations(LATENT, **{LATENT: z})  # decode from the latent
             print(f"wrote {save(args.out / f'{name}.wav', listenable(y[0], sr), sr)}")
 
-        # 2. Capture the bass's latent as it flows, then pull the drums' latent towards it.
+        # 2. Capture the bass's latent as it flows, then pull the voice's latent towards it.
         capture = tb.Capture()
         bended.bend(capture, f"{LATENT}$")
         with bended.capture():  # records while inside
@@ -83,16 +87,17 @@ def main() -> None:
         morph = tb.BendingParameter("morph", 0.0, range=(0.0, 1.0))
         bended.bend(tb.InterpolationFromCapture(capture, weight=morph), f"{LATENT}$")
         for amount in (0.25, 0.5, 0.75, 1.0):
-            bended.update("morph", amount)  # (1 - morph) * drums + morph * bass, per frame
-            y = bended(drums)
+            bended.update("morph", amount)  # (1 - morph) * voice + morph * bass, per frame
+            y = bended(voice)
             path = save(args.out / f"morph_{int(amount * 100)}.wav", listenable(y[0], sr), sr)
             print(f"wrote {path}")
 
     fig, axes = plt.subplots(1, 3, figsize=(10, 3), sharey=True)
-    for ax, (name, z) in zip(axes, [("drums", z_drums), ("bass", z_bass), ("mix", edits["mix"])]):
+    shown = [("voice", z_voice), ("bass", z_bass), ("graft", graft)]
+    for ax, (name, z) in zip(axes, shown):
         ax.imshow(z[0].numpy(), aspect="auto", origin="lower", cmap="magma")
-        ax.set(title=name, xlabel="frame")
-    axes[0].set_ylabel("latent channel")
+        ax.set(title=name, xlabel=f"frame ({model.ratio} samples)")
+    axes[0].set_yticks(range(len(names)), names, fontsize=7)
     fig.tight_layout()
     fig.savefig(args.out / "latents.png", dpi=80)
     print(f"wrote {args.out / 'latents.png'}")
