@@ -3,21 +3,21 @@
 Run: python examples/12_bending_options.py [--out DIR] [--smoke]
 
 Any callback can be applied partially, with the options of ``bended.bend`` (see
-docs/bending.md). On the shipped model (TinyRave) and the drum loop of ``assets/sounds``,
-this renders:
+docs/bending.md). On the character model (TinyDDSP, ``torchbend.models.load()``) and the sung
+line of ``assets/sounds``, this renders:
 
-1. the plain model, then ``Noise`` on the latent (activation ``encoder_2``, 16 channels, one
-   frame per 16 samples) at full strength and with ``blend=0.3`` (30 % wet);
+1. the plain model, then ``Noise`` on the latent (activation ``cat``, 8 named channels, one
+   frame per 256 samples) at full strength and with ``blend=0.3`` (30 % wet);
 2. the same noise inside ``window=tb.Window(..., unit="seconds")``: the middle of the sound,
    faded in and out, in seconds at the model's sample rate (the latent's frames are counted at
-   the latent's own rate, 16 times lower);
-3. ``Scale(4)`` on a quarter of the decoder's hidden channels, ``subset=tb.Subset(0.25,
-   dim=-2, seed=0)``;
-4. ``Scale(50)`` on the same layer, which blows the output up, then the same with
-   ``guard=True``, which brings the bent value's spread back within 4 times the unbent one's;
-5. the latent named with an alias, ``bended.mark("latent", "encoder_2")``, and bent as
-   ``"#latent"`` with a ``Filter`` (a low-pass along the latent's time axis), and
-   ``Reverse`` playing blocks of the decoder's hidden frames backwards.
+   the latent's own rate, 256 times lower);
+3. ``Scale(4)`` on a quarter of the decoder's hidden channels (``decoder_1``),
+   ``subset=tb.Subset(0.25, dim=-2, seed=0)``;
+4. ``Scale(50)`` on the same layer, then the same with ``guard=True``, which brings the bent
+   value's spread back within 4 times the unbent one's;
+5. the latent named with an alias, ``bended.mark("latent", "cat")``, and bent as ``"#latent"``
+   with a ``Filter`` (a low-pass along the latent's time axis), and ``Reverse`` playing blocks
+   of the decoder's hidden frames backwards.
 
 Each render is written to DIR (default ``out/examples/12``) as ``<name>.wav``, turned down to
 peak at 1 if louder, and measured before: RMS and peak (dBFS) and its distance to the plain
@@ -38,8 +38,8 @@ from torchbend.audio import load as load_audio
 from torchbend.audio import save
 
 REPO = Path(__file__).resolve().parents[1]
-LATENT = "encoder_2"  # the encoder's last convolution: [1, 16, frames]
-HIDDEN = "decoder_1"  # the decoder's hidden layer: [1, 64, frames]
+LATENT = "cat"  # TinyDDSP's latent: [1, 8, frames], pitch, loudness, ... (model.latent_names)
+HIDDEN = "decoder_1"  # the decoder's first hidden layer, after its LeakyReLU: [1, 64, frames]
 
 
 def db(value: float) -> float:
@@ -66,11 +66,11 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
-    model = tb.models.load("tiny_rave")
+    model = tb.models.load("tiny_ddsp")
     sr = model.sample_rate
     seconds = 1.0 if args.smoke else 4.0
     length = int(seconds * sr) // model.ratio * model.ratio
-    audio, _ = load_audio(REPO / "assets/sounds/drums.wav", sample_rate=sr, mono=True)
+    audio, _ = load_audio(REPO / "assets/sounds/voice.wav", sample_rate=sr, mono=True)
     x = audio[None, :, :length]  # [batch, channels, time]
     bended = tb.BendedModule(model)
     bended.trace(x=torch.zeros(1, 1, length))
@@ -95,7 +95,8 @@ def main() -> None:
 
     # 1. Dry/wet: noise on the latent, all of it, then 30 % of it.
     def noise() -> tb.Noise:  # a fresh one each time: the same draws from the seed
-        return tb.Noise(std=0.05, seed=0)  # about twice the latent's spread on the drums
+        # In the latent's units: a tenth of an octave of pitch, of log10 RMS, ... per frame.
+        return tb.Noise(std=0.1, seed=0)
 
     bended.bend(noise(), f"{LATENT}$")
     render("noise")
@@ -118,10 +119,11 @@ def main() -> None:
     render("guarded")
 
     # 5. An alias for the latent, and two callbacks along time.
-    bended.mark("latent", LATENT)  # "#latent" now stands for forward:encoder_2, exactly
+    bended.mark("latent", LATENT)  # "#latent" now stands for forward:cat, exactly
     bended.bend(tb.Filter("lowpass", cutoff=0.02, resonance=4.0), "#latent")
     render("filter")
-    bended.bend(tb.Reverse(block=32), f"{HIDDEN}$")  # 32 frames: 512 samples
+    block = 8  # frames: 8 x 256 samples
+    bended.bend(tb.Reverse(block=block), f"{HIDDEN}$")
     render("reverse")
 
     (args.out / "options.txt").write_text("\n".join(report) + "\n")
