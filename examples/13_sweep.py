@@ -3,16 +3,18 @@
 Run: python examples/13_sweep.py [--out DIR] [--smoke]
 
 One bending is rarely the interesting one: a sweep tries many (see docs/sweeps.md). This
-script describes a space around ``Noise`` on one activation of the shipped model (TinyRave):
+script describes a space around ``Noise`` on one activation of the character model
+(TinyDDSP, ``torchbend.models.load()``):
 
-- which activation: every convolution of the encoder and the decoder (a ``targets`` axis,
-  resolved against the model's own activation table);
+- which activation: the latent (``cat``, its 8 named channels) and the first five
+  activations of the decoder (``decoder_0`` to ``decoder_4``), a ``targets`` axis resolved
+  against the model's own activation table;
 - how strong: a standard deviation from 0.02 to 0.5, spaced geometrically (``log``);
 - which noise: two seeds;
 
-and renders each point over the four sounds of ``assets/sounds`` (6 x 3 x 2 = 36 points,
-144 renders; ``--smoke``: 2 activations x 2 strengths x 1 seed over the sounds cropped to
-half a second, 16 renders). It prints the plan (renders, disk, time), runs it with one
+and renders each point over every sound of ``assets/sounds`` (6 x 3 x 2 = 36 points, one
+render per point and sound; ``--smoke``: 2 activations x 2 strengths x 1 seed over the sounds
+cropped to half a second). It prints the plan (renders, disk, time), runs it with one
 worker per core, then lists the five renders furthest from the unbent model among those
 that did not break (clipping, silence, DC, NaN) and the five that broke the most, writes
 ``atlas.png`` and ``atlas.html`` (open it in a browser: hover a point to see its bending,
@@ -38,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def spec(inputs: list[str], smoke: bool) -> dict:
     return {
-        "model": "tiny_rave",
+        "model": "tiny_ddsp",
         "inputs": inputs,
         "base": {
             "bendings": [
@@ -51,7 +53,7 @@ def spec(inputs: list[str], smoke: bool) -> dict:
         "axes": {
             "bendings.0.patterns": {
                 "targets": "activations",
-                "pattern": "^decoder_[01]$" if smoke else "^(encoder|decoder)_[0-9]$",
+                "pattern": "^(cat|decoder_1)$" if smoke else "^(cat|decoder_[0-4])$",
             },
             "bendings.0.callback.args.std": {
                 "range": [0.02, 0.5],
