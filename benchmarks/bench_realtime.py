@@ -83,7 +83,7 @@ def load_model(name: str) -> tuple[nn.Module, str, str, str]:
         label = f"torchbend.models.load({name!r}) (trained weights)"
     except Exception as e:  # missing weights file: same architecture, same cost
         model = models.MODELS[name]().eval()
-        label = f"{name}, untrained (models.load() failed: {type(e).__name__})"
+        label = f"{name}, untrained (models.load({name!r}) failed: {type(e).__name__})"
     set_streaming = getattr(model, "set_streaming", None)
     if callable(set_streaming):
         set_streaming(True)

@@ -11,8 +11,8 @@ limiter skips blocks below its threshold) and on that output times 1e6 (a blown-
 the limiter works on every sample). Reported: the median time per block (mean over a burst),
 that time over the block's duration (its time budget, live), and the median over rounds of
 each variant's time over the baseline's in the same round.
-The model is ``torchbend.models.load()`` (trained weights; without them, the same architecture
-untrained, which costs the same).
+The model is TinyRave, ``torchbend.models.load("tiny_rave")`` (trained weights; without them,
+the same architecture untrained, which costs the same).
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ SAMPLE_RATE = 44100
 
 def load_model() -> tuple[torch.nn.Module, str]:
     try:
-        model, label = models.load(), "torchbend.models.load() (trained tiny_rave)"
+        model, label = models.load("tiny_rave"), 'torchbend.models.load("tiny_rave") (trained)'
     except Exception as e:  # missing weights file: same architecture, same cost
         model = models.TinyRave().eval()
-        label = f"TinyRave, untrained (models.load() failed: {type(e).__name__})"
+        label = f"TinyRave, untrained (models.load("tiny_rave") failed: {type(e).__name__})"
     model.set_streaming(True)
     return model, label
 

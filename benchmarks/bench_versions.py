@@ -8,8 +8,8 @@ round times the same work with both, in a shuffled order, on one thread. Reporte
 and the median over rounds of ``after / before`` (paired), for the per-call cost
 (bench_call's conv stack: nothing bent, an activation masked, a weight scaled), a control
 update + call (activation and weight controls, as bench_update) and one streamed block of
-this checkout's shipped model bent by each with a Mask and a Scale (as bench_realtime, block
-2048).
+this checkout's TinyRave (``models.load("tiny_rave")``) bent by each with a Mask and a Scale
+(as bench_realtime, block 2048).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def calls(tb: ModuleType, model: torch.nn.Module, x: torch.Tensor) -> dict[str, 
 
 
 def stream(tb: ModuleType, model: torch.nn.Module, block: int) -> Callable:
-    """One streamed block of ``model`` (this checkout's shipped model, in streaming mode: the
+    """One streamed block of ``model`` (this checkout's TinyRave, in streaming mode: the
     other commit's may not read these weights) bent by ``tb``."""
     bent = tb.BendedModule(model)
     bent.trace(x=torch.zeros(1, 1, block))
@@ -98,7 +98,7 @@ def main() -> None:
         torch.manual_seed(0)
         model = ConvStack(8, 32).eval()
         x = torch.randn(1, 1, 4096)
-        shipped = after.models.load().set_streaming(True)
+        shipped = after.models.load("tiny_rave").set_streaming(True)
         fns: dict[str, Callable] = {}
         for tag, tb in (("before", before), ("after", after)):
             for name, fn in calls(tb, model, x).items():

@@ -277,7 +277,7 @@ def test_bad_settings_say_what_and_the_bound(kwargs: dict, message: str) -> None
 
 
 def blown_up_tiny_rave(block: int = 2048) -> tb.BendedModule:
-    model = tb.models.load()
+    model = tb.models.load("tiny_rave")
     model.set_streaming(True)
     bended = tb.BendedModule(model)
     bended.trace(x=torch.zeros(1, 1, block))

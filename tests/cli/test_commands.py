@@ -89,7 +89,7 @@ def test_an_nntilde_export_streams_as_nn_tilde_runs_it(tmp_path, capsys):
     ts = tmp_path / "bent.ts"
     bend = "Scale(0.5)@encoder_2$"
     assert main(["export", "tiny_rave", "--bend", bend, "-o", str(ts)]) == 0
-    offline = tb.BendedModule(tb.models.load())
+    offline = tb.BendedModule(tb.models.load("tiny_rave"))
     offline.trace(x=torch.zeros(1, 1, 4096))
     offline.bend(*parse_bend(bend))
     signal = torch.randn(1, 1, 3 * 4096, generator=torch.Generator().manual_seed(1)) * 0.1
@@ -103,7 +103,7 @@ def test_an_nntilde_export_streams_as_nn_tilde_runs_it(tmp_path, capsys):
 def test_a_torchscript_file_bends_activations_and_weights_as_from_python(tmp_path, capsys):
     torch.manual_seed(0)
     path = tmp_path / "tiny_rave.ts"
-    torch.jit.save(torch.jit.script(tb.models.load()), str(path))
+    torch.jit.save(torch.jit.script(tb.models.load("tiny_rave")), str(path))
     sound = tmp_path / "in.wav"
     tb.audio.save(sound, torch.randn(1, 6000) * 0.1, 44100)
     assert main(["inspect", str(path), "--input", "1x1x2048"]) == 0
@@ -236,7 +236,7 @@ def test_bend_gives_any_length_back_as_one_offline_pass_gives_it(tmp_path, lengt
     assert got.shape == (1, length)
     # The model streams by blocks of 8192 with its state carried over: the same as one pass
     # of the model over the whole sound (padded to its ratio), to float rounding.
-    bended = tb.BendedModule(tb.models.load())
+    bended = tb.BendedModule(tb.models.load("tiny_rave"))
     x = torch.nn.functional.pad(audio, (0, -length % 16))[None]
     bended.trace(x=x)
     bended.bend(*parse_bend(bend))
@@ -295,7 +295,7 @@ def test_bend_renders_every_channel_as_the_python_api_does(tmp_path):
     out = tmp_path / "out.wav"
     common = ["bend", "tiny_rave", str(tmp_path / "in.wav")]
     assert main([*common, str(out), "--quiet", "--bend", bend, "--channels", "all"]) == 0
-    model = tb.models.load()
+    model = tb.models.load("tiny_rave")
     model.set_streaming(True)
     bended = tb.BendedModule(model)
     bended.trace(x=torch.zeros(1, 1, 8192))

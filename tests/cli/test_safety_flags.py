@@ -47,7 +47,7 @@ def test_bend_limits_by_default_writes_what_a_safe_stream_gives_and_says_so(
     assert "ms above the threshold" in err and "peak in +" in err
     assert err.rstrip().endswith("; peak -0.3 dBFS)")
     assert full_scale(out) == 0
-    model = tb.models.load()
+    model = tb.models.load("tiny_rave")
     model.set_streaming(True)
     bended = tb.BendedModule(model)
     bended.trace(x=torch.zeros(1, 1, 8192))

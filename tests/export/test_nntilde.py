@@ -418,12 +418,12 @@ def test_a_model_that_can_stream_exported_offline_is_refused(tmp_path):
     """nn~ runs the file buffer by buffer: a model with set_streaming traced offline would
     click at every buffer."""
     x = torch.randn(1, 1, 2048, generator=torch.Generator().manual_seed(0)) * 0.1
-    offline = tb.BendedModule(tb.models.load())
+    offline = tb.BendedModule(tb.models.load("tiny_rave"))
     offline.trace(x=x)
     with pytest.raises(ExportError, match=r"keeps no state .*set_streaming\(True\) before"):
         nntilde(offline, tmp_path / "offline.ts")
     assert not (tmp_path / "offline.ts").exists()
-    model = tb.models.load().set_streaming(True)
+    model = tb.models.load("tiny_rave").set_streaming(True)
     streaming = tb.BendedModule(model)
     streaming.trace(x=x)
     with torch.no_grad():  # state left in the caches, which the file must not start from
@@ -433,14 +433,14 @@ def test_a_model_that_can_stream_exported_offline_is_refused(tmp_path):
     signal = torch.randn(1, 1, 8192, generator=torch.Generator().manual_seed(1)) * 0.1
     with torch.no_grad():
         blocks = torch.cat([exported(b) for b in signal.split(512, -1)], -1)
-        torch.testing.assert_close(blocks, tb.models.load()(signal), atol=1e-6, rtol=0)
+        torch.testing.assert_close(blocks, tb.models.load("tiny_rave")(signal), atol=1e-6, rtol=0)
 
 
 def test_an_export_is_checked_from_silence_and_leaves_the_models_caches_as_they_were(tmp_path):
     """The file starts from silence, and so does the run it is checked against; the model
     keeps the state its own calls left in its caches."""
     x = torch.randn(1, 1, 2048, generator=torch.Generator().manual_seed(0)) * 0.1
-    model = tb.models.load().set_streaming(True)
+    model = tb.models.load("tiny_rave").set_streaming(True)
     bended = tb.BendedModule(model)
     bended.trace(x=x)
     with torch.no_grad():
@@ -451,7 +451,7 @@ def test_an_export_is_checked_from_silence_and_leaves_the_models_caches_as_they_
     nntilde(bended, tmp_path / "streaming.ts")
     for name, b in model.named_buffers():
         assert torch.equal(b, caches[name]), name
-    fresh = tb.models.load().set_streaming(True)
+    fresh = tb.models.load("tiny_rave").set_streaming(True)
     with torch.no_grad():
         torch.testing.assert_close(scripted(x), fresh(x), atol=1e-6, rtol=0)
 
@@ -459,7 +459,7 @@ def test_an_export_is_checked_from_silence_and_leaves_the_models_caches_as_they_
 def test_a_streaming_model_bent_to_silence_is_not_refused(tmp_path):
     """A file whose output ignores its input has nothing to click with: the streaming check
     does not take it for a file that keeps no state."""
-    model = tb.models.load().set_streaming(True)
+    model = tb.models.load("tiny_rave").set_streaming(True)
     bended = tb.BendedModule(model)
     bended.trace(x=torch.randn(1, 1, 2048, generator=torch.Generator().manual_seed(0)))
     bended.bend(tb.Scale(0.0), "encoder_2$")  # a zero latent: the decoder gives silence

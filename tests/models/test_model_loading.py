@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import save_file
 
 from torchbend.errors import TorchbendError
-from torchbend.models import TinyRave, WeightsError, default_weights, load
+from torchbend.models import TinyDDSP, TinyRave, WeightsError, default_weights, load
 
 
 def save_model(model: TinyRave, path: Path) -> Path:
@@ -22,12 +22,21 @@ def save_model(model: TinyRave, path: Path) -> Path:
 
 def test_shipped_weights_load_in_eval_mode() -> None:
     assert default_weights("tiny_rave").is_file(), "run scripts/train_model.py"
-    model = load()
+    model = load("tiny_rave")
     assert isinstance(model, TinyRave) and not model.training
     assert model.ratio == 16
     x = torch.randn(1, 1, 1024)
     with torch.no_grad():
         assert model(x).shape == x.shape
+
+
+def test_the_default_is_the_character_model_with_its_shipped_weights() -> None:
+    model = load()
+    assert isinstance(model, TinyDDSP) and not model.training
+    shipped = load("tiny_ddsp")
+    assert model.config == shipped.config and model.latent_names == shipped.latent_names
+    for name, tensor in shipped.state_dict().items():
+        assert torch.equal(model.state_dict()[name], tensor), name
 
 
 def test_round_trip_with_other_config(tmp_path: Path) -> None:
@@ -48,35 +57,37 @@ def test_unknown_name() -> None:
 def test_missing_file(tmp_path: Path) -> None:
     path = tmp_path / "nope.safetensors"
     with pytest.raises(WeightsError, match=r"nope.safetensors' for model 'tiny_rave' not found"):
-        load(weights=path)
+        load("tiny_rave", weights=path)
+    with pytest.raises(WeightsError, match=r"nope.safetensors' for model 'tiny_ddsp' not found"):
+        load(weights=path)  # the default model's name
 
 
 def test_corrupt_file(tmp_path: Path) -> None:
     path = tmp_path / "bad.safetensors"
     path.write_bytes(b"\x00\x01 this is not safetensors" * 10)
     with pytest.raises(WeightsError, match=r"bad.safetensors' .* not a readable safetensors"):
-        load(weights=path)
+        load("tiny_rave", weights=path)
 
 
 def test_truncated_file(tmp_path: Path) -> None:
     path = save_model(TinyRave(), tmp_path / "cut.safetensors")
     path.write_bytes(path.read_bytes()[:1000])
     with pytest.raises(WeightsError, match=r"cut.safetensors"):
-        load(weights=path)
+        load("tiny_rave", weights=path)
 
 
 def test_weights_that_do_not_fit(tmp_path: Path) -> None:
     path = tmp_path / "other.safetensors"
     save_file({"weight": torch.zeros(3)}, str(path))
     with pytest.raises(WeightsError, match=r"other.safetensors' does not fit model 'tiny_rave'"):
-        load(weights=path)
+        load("tiny_rave", weights=path)
 
 
 def test_bad_config(tmp_path: Path) -> None:
     path = tmp_path / "config.safetensors"
     save_file({"weight": torch.zeros(3)}, str(path), metadata={"config": '{"colour": 1}'})
     with pytest.raises(WeightsError, match=r"has a config the 'tiny_rave' model does not take"):
-        load(weights=path)
+        load("tiny_rave", weights=path)
 
 
 def write_header(path: Path, header: dict[str, object], data: bytes = b"\0" * 16) -> Path:
@@ -100,7 +111,7 @@ def test_a_header_claiming_a_huge_tensor_is_refused_before_reading(
         r"F32 of shape \[1048576, 1048576\] in the file, the model expects F32 of shape "
         r"\[64, 16, 3\]",
     ):
-        load(weights=path)
+        load("tiny_rave", weights=path)
 
 
 def test_a_config_building_a_huge_model_is_refused_before_building(tmp_path: Path) -> None:
@@ -109,7 +120,7 @@ def test_a_config_building_a_huge_model_is_refused_before_building(tmp_path: Pat
         tmp_path / "config.safetensors", {"__metadata__": {"config": json.dumps(config)}}
     )
     with pytest.raises(WeightsError, match=r"builds a model larger than the file can fill"):
-        load(weights=path)
+        load("tiny_rave", weights=path)
 
 
 def test_a_tensor_of_another_dtype_is_named(tmp_path: Path) -> None:
@@ -118,14 +129,14 @@ def test_a_tensor_of_another_dtype_is_named(tmp_path: Path) -> None:
     path = tmp_path / "half.safetensors"
     save_file(state, str(path), metadata={"config": json.dumps(model.config)})
     with pytest.raises(WeightsError, match=r"'decoder.0.weight' is F16 of shape \[64, 16, 3\]"):
-        load(weights=path)
+        load("tiny_rave", weights=path)
 
 
 def test_a_tensor_past_the_end_of_the_file_is_refused(tmp_path: Path) -> None:
     path = save_model(TinyRave(), tmp_path / "short.safetensors")
     path.write_bytes(path.read_bytes()[:-4])
     with pytest.raises(WeightsError, match=r"short.safetensors' .* truncated .* ends at byte"):
-        load(weights=path)
+        load("tiny_rave", weights=path)
 
 
 @pytest.mark.parametrize(
@@ -140,4 +151,4 @@ def test_malformed_headers(tmp_path: Path, prefix: bytes, message: str) -> None:
     path = tmp_path / "bad.safetensors"
     path.write_bytes(prefix)
     with pytest.raises(WeightsError, match=rf"not a readable safetensors file \(.*{message}"):
-        load(weights=path)
+        load("tiny_rave", weights=path)

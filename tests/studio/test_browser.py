@@ -42,7 +42,7 @@ def page(studio: Studio) -> Iterator[Any]:
 
 def python_render(config_path: Path, audio: torch.Tensor) -> torch.Tensor:
     """What Python renders with a configuration the page saved: the shipped model streaming."""
-    bended = tb.BendedModule(tb.models.load().set_streaming(True))
+    bended = tb.BendedModule(tb.models.load("tiny_rave").set_streaming(True))
     bended.trace(x=torch.zeros(1, 1, 8192))
     bended.bend(tb.BendingConfig.load(config_path))
     stage = tb.audio.Safety(44100, ceiling=FILE_CEILING)  # the studio's files' stage

@@ -127,7 +127,7 @@ def test_weights_show_bent_values(client: Client, studio: Studio) -> None:
 
 
 def tiny_studio_weights() -> dict[str, torch.Tensor]:
-    return tb.models.load().state_dict()
+    return tb.models.load("tiny_rave").state_dict()
 
 
 def test_activations_filter_as_python_does(client: Client, studio: Studio) -> None:
@@ -148,7 +148,7 @@ def test_activation_statistics_are_those_of_the_model_streaming_the_sound(
 ) -> None:
     got = client.ok("GET", "/api/stats/activation?name=encoder_0")
     # The same activation taken by a forward hook on the plain model, streaming block by block.
-    model = tb.models.load().set_streaming(True)
+    model = tb.models.load("tiny_rave").set_streaming(True)
     seen: list[torch.Tensor] = []
     model.encoder[0].register_forward_hook(lambda m, i, o: seen.append(o.detach()))
     sound = studio.library.get(studio.current).audio[:, : int(2.0 * 44100)]
@@ -451,7 +451,7 @@ def test_render_gives_the_three_files_and_python_gives_the_same_bent_audio(
         assert len(view["waveform"]["min"]) == 400 and view["spectrogram"]["rows"] == 96
     # The same configuration, saved and loaded in Python, renders the same file.
     client.ok("POST", "/api/configs", {"name": "masked"})
-    bended = tb.BendedModule(tb.models.load().set_streaming(True))
+    bended = tb.BendedModule(tb.models.load("tiny_rave").set_streaming(True))
     bended.trace(x=torch.zeros(1, 1, 8192))
     bended.bend(tb.BendingConfig.load(studio.output / "configs" / "masked.json"))
     audio = studio.library.get("drums").audio[:, : int(1.3 * 44100)]

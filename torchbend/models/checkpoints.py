@@ -58,7 +58,7 @@ def default_weights(name: str) -> Path:
     return ASSETS / f"{name}.safetensors"
 
 
-def load(name: str = "tiny_rave", weights: str | Path | None = None) -> nn.Module:
+def load(name: str = "tiny_ddsp", weights: str | Path | None = None) -> nn.Module:
     """Build a shipped model, load its trained weights, and return it in eval mode.
 
     The safetensors file carries the model's constructor arguments in its metadata
@@ -68,7 +68,9 @@ def load(name: str = "tiny_rave", weights: str | Path | None = None) -> nn.Modul
     than the file (a crafted file cannot make it allocate more than it holds).
 
     Args:
-        name (str): model name, one of :data:`MODELS`.
+        name (str): model name, one of :data:`MODELS`: ``"tiny_ddsp"`` (the default), the
+            character model, whose latent channels are named (``model.latent_names``), or
+            ``"tiny_rave"``, the transparent reference.
         weights (str | Path | None): a safetensors file; ``None`` for the shipped weights
             (``assets/<name>.safetensors`` in the source tree).
 
@@ -78,9 +80,11 @@ def load(name: str = "tiny_rave", weights: str | Path | None = None) -> nn.Modul
             larger than the file, or its tensors do not fit the model (naming the tensor,
             the shape and dtype expected and found).
 
-    >>> model = load("tiny_rave")
-    >>> model.training, model.ratio
-    (False, 16)
+    >>> model = load()  # TinyDDSP
+    >>> model.training, model.ratio, model.latent_names[:2]
+    (False, 256, ['pitch', 'loudness'])
+    >>> load("tiny_rave").ratio
+    16
     """
     if name not in MODELS:
         raise TorchbendError(

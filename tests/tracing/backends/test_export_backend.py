@@ -193,7 +193,7 @@ def test_both_backends_name_and_bend_the_same_module_outputs_streaming_and_to_on
     operation it runs): the same bending streams the same audio; the export graph goes to
     ONNX."""
     torch.manual_seed(0)
-    model, x = tb.models.load(), torch.randn(1, 1, 2048)
+    model, x = tb.models.load("tiny_rave"), torch.randn(1, 1, 2048)
     audio = torch.randn(1, 9000, generator=torch.Generator().manual_seed(1)) * 0.1
     outputs = []
     for backend in ("concrete", "export"):
@@ -214,7 +214,7 @@ def test_both_backends_name_and_bend_the_same_module_outputs_streaming_and_to_on
 def test_export_graphs_hold_for_any_length_and_go_to_nntilde(tmp_path):
     """torch.export leaves sizes symbolic where the code allows: one graph for any length; it
     fixes sizes of 1 (a batch of one), which nn~ export explains."""
-    model = tb.models.load()
+    model = tb.models.load("tiny_rave")
     bended = tb.BendedModule(model, backend="export")
     bended.trace(x=torch.randn(1, 1, 2048))
     for length in (4096, 512, 8192):

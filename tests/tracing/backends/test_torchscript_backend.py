@@ -15,7 +15,7 @@ import torchbend as tb
 def loaded(tmp_path_factory):
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp("ts") / "tiny_rave.ts"
-    torch.jit.save(torch.jit.script(tb.models.load()), str(path))
+    torch.jit.save(torch.jit.script(tb.models.load("tiny_rave")), str(path))
     return torch.jit.load(str(path))
 
 
