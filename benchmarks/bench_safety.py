@@ -38,7 +38,7 @@ def load_model() -> tuple[torch.nn.Module, str]:
         model, label = models.load("tiny_rave"), 'torchbend.models.load("tiny_rave") (trained)'
     except Exception as e:  # missing weights file: same architecture, same cost
         model = models.TinyRave().eval()
-        label = f"TinyRave, untrained (models.load("tiny_rave") failed: {type(e).__name__})"
+        label = f"TinyRave, untrained (models.load('tiny_rave') failed: {type(e).__name__})"
     model.set_streaming(True)
     return model, label
 

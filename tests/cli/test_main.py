@@ -251,7 +251,8 @@ def test_bend_streams_a_streaming_model_at_the_block_size_asked(tmp_path, capsys
     got, _ = tb.audio.load(tmp_path / "o.wav")
     heard, _ = tb.audio.load(tmp_path / "in.wav")
     with torch.no_grad():
-        offline = tb.models.load("tiny_rave")(torch.nn.functional.pad(heard, (0, 120))[None])[0, :, :5000]
+        model = tb.models.load("tiny_rave")
+        offline = model(torch.nn.functional.pad(heard, (0, 120))[None])[0, :, :5000]
     torch.testing.assert_close(got, offline, atol=2 / 32767, rtol=0)
 
 
