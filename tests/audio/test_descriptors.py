@@ -96,3 +96,14 @@ def test_the_octave_check_keeps_the_period_of_a_noisy_tone():
     n = noise(2.0)
     noisy = x + n * float(x.pow(2).mean().sqrt() / n.pow(2).mean().sqrt()) * 10**-0.4
     assert d.pitch_hz(noisy, RATE) == pytest.approx(523.0, rel=0.01)
+
+
+def test_a_pitch_shift_needs_a_tenth_of_the_frames_voiced_in_both():
+    """Two tracks voiced an octave apart on a handful of frames (a noise with a few octave
+    errors) read no shift; voiced on a tenth of their frames, they read the octave."""
+    frames = 100
+    low, high = torch.full((frames,), math.nan), torch.full((frames,), math.nan)
+    low[:9], high[:9] = 110.0, 220.0
+    assert math.isnan(d.pitch_shift(low, high))
+    low[:10], high[:10] = 110.0, 220.0
+    assert d.pitch_shift(low, high) == pytest.approx(12.0)

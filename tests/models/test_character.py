@@ -25,31 +25,15 @@ def report() -> tuple[list[str], list[str]]:
         torch.set_num_threads(threads)
 
 
-KNOWN_MISSES = {f"tiny_ddsp latent noisiness on {sound}" for sound in ("bass", "cello", "voice")}
-"""Targets the shipped weights miss (issue 28, open): the noisiness channel moves the HNR
-monotonically but the centroid more (noise is broadband); listed so that any other miss fails,
-and checked by the strict xfail below, which fails once they are met."""
-
-
 def test_tiny_ddsp_meets_every_target(report: tuple[list[str], list[str]]) -> None:
     """Loudness within 2 LU on every shipped and held-out sound, pitch within 50 cents on the
     monophonic ones, no line locked to the hop above -60 dB, silence at most -70 dBFS with
     |DC| below 1e-3; at least 60 % of the changed renders of the richness sweep beyond a
     filter and 40 % of all renders perceptible; each named latent channel monotonic in its
     descriptor (|Spearman| >= 0.9) and moving it more than the others, on bass, cello and
-    voice: all but :data:`KNOWN_MISSES`."""
+    voice."""
     lines, failed = report
-    assert [miss for miss in failed if miss not in KNOWN_MISSES] == [], "\n".join(lines)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 28: noisiness moves the spectral centroid more than the harmonic-to-noise ratio",
-)
-def test_the_noisiness_channel_moves_the_hnr_more_than_any_other_descriptor(
-    report: tuple[list[str], list[str]],
-) -> None:
-    assert not set(report[1]) & KNOWN_MISSES
+    assert failed == [], "\n".join(lines)
 
 
 def test_the_richness_rows_cover_both_models(report: tuple[list[str], list[str]]) -> None:

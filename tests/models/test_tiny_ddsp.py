@@ -9,9 +9,11 @@ import pytest
 import torch
 
 import torchbend as tb
+from torchbend.audio.descriptors import hnr_db, spectral_centroid
+from torchbend.audio.quality import loudness_lufs
 from torchbend.errors import ModelError
 from torchbend.models import FrameAnalysis, HarmonicNoiseSynth, TinyDDSP
-from torchbend.models.synth import NOISE_PERIOD, noise_tables, soft_knee
+from torchbend.models.synth import MODULATION_HZ, NOISE_PERIOD, noise_tables, soft_knee
 
 RATE = 44100
 
@@ -129,10 +131,37 @@ def test_bending_a_decoder_layer_changes_the_sound_but_not_the_model(model: Tiny
 
 def test_the_noise_tables_loop_without_offset_at_unit_level() -> None:
     tables = noise_tables(4, 4099, RATE)
-    assert tables.shape == (4, 4099)
+    assert tables.shape == (5, 4099)  # 4 bands and the modulator
     assert tables.mean(-1).abs().max() < 1e-6
-    assert torch.allclose(tables.pow(2).mean(-1), torch.ones(4), atol=1e-4)
+    assert torch.allclose(tables.pow(2).mean(-1), torch.ones(5), atol=1e-4)
+    power = torch.fft.rfft(tables.double()).abs().square()
+    freqs = torch.fft.rfftfreq(4099, 1 / RATE)
+    slow = float(power[-1, freqs >= MODULATION_HZ].sum())  # float32 rounding only:
+    assert slow < 1e-9 * float(power[-1].sum())  # the modulator is slow
     assert NOISE_PERIOD % 2 and all(NOISE_PERIOD % p for p in range(3, 363, 2))  # a prime
+
+
+@pytest.mark.parametrize("f0", [110.0, 220.0, 440.0])
+def test_the_noisiness_lowers_the_hnr_and_keeps_the_centroid(f0: float) -> None:
+    """The noisiness s of a steady harmonic tone with no noise bands: the HNR falls with s,
+    near 10 log10((1 - s) / s) where the modulator's band is wide against the pitch, while the
+    centroid stays within the 15 % a listener hears and the loudness within 1 LU (YIN reads
+    noise at about -5 dB, so the fall flattens there)."""
+    frames = 96
+    shapes = torch.zeros(1, 49, frames)
+    shapes[0, -1] = -30.0  # no noise bands: all the power in the harmonics
+    measured = []
+    for s in (0.0, 0.2, 0.5, 0.8):
+        pitch = math.log2(f0 / 440)
+        controls = torch.tensor([pitch, -1.0, 0.0, s])[None, :, None].repeat(1, 1, frames)
+        y = HarmonicNoiseSynth()(controls, shapes)[0, 0, 4096:]
+        measured.append((hnr_db(y, RATE), spectral_centroid(y, RATE), loudness_lufs(y, RATE)))
+    hnr, centroid, loudness = (torch.tensor(v) for v in zip(*measured, strict=True))
+    assert bool((hnr[1:] < hnr[:-1]).all()), hnr
+    assert float(hnr[1]) == pytest.approx(6.0, abs=3.0), hnr  # 10 log10(0.8 / 0.2)
+    assert float(hnr[-1]) < 3.0 and float(hnr[0] - hnr[-1]) > 15.0, hnr
+    assert float((centroid / centroid[0] - 1).abs().max()) < 0.15, centroid
+    assert float((loudness - loudness[0]).abs().max()) < 1.0, loudness
 
 
 def test_the_synth_plays_the_pitch_and_level_it_is_given() -> None:

@@ -16,6 +16,7 @@ __all__ = [
     "HIGHEST_HZ",
     "LOWEST_HZ",
     "OCTAVE_CHECK",
+    "SHIFT_SHARE",
     "VOICED_SHARE",
     "YIN_THRESHOLD",
     "active_frames",
@@ -50,6 +51,11 @@ quarter of the chosen period wins over it (see :func:`pitch_track`)."""
 VOICED_SHARE = 0.5
 """The least share of the non-silent frames that must be voiced for :func:`pitch_hz` to give
 a pitch: a median over a few voiced frames of a noise reads nothing a listener hears."""
+
+SHIFT_SHARE = 0.1
+"""The least share of all the frames that must be voiced in both tracks for
+:func:`pitch_shift` to read a shift: two renders mostly of noise, each voiced on a handful of
+frames, can read an octave apart (YIN's octave errors) where a listener hears no pitch."""
 
 LOWEST_HZ = 50.0
 """The lowest fundamental the pitch descriptors search by default, in Hz."""
@@ -240,7 +246,8 @@ def pitch_shift(before: torch.Tensor, after: torch.Tensor) -> float:
     (of :func:`pitch_track`, lined up) of ``12 log2(after / before)``. Frame by frame rather
     than between the medians of each, so that a melody whose voiced frames change (a note
     drowned in noise) reads no shift. NaN when fewer than :data:`VOICED_SHARE` of the frames
-    voiced in ``before`` are voiced in ``after``, or none is voiced in ``before``.
+    voiced in ``before`` are voiced in ``after``, when fewer than :data:`SHIFT_SHARE` of all
+    the frames are voiced in both, or when none is voiced in ``before``.
 
     >>> t = torch.arange(44100) / 44100
     >>> low, high = (pitch_track(torch.sin(2 * math.pi * f * t), 44100) for f in (220, 440))
@@ -251,7 +258,8 @@ def pitch_shift(before: torch.Tensor, after: torch.Tensor) -> float:
     a, b = before[:n], after[:n]
     both = ~(a.isnan() | b.isnan())
     voiced = int((~a.isnan()).sum())
-    if voiced == 0 or int(both.sum()) < VOICED_SHARE * voiced:
+    shared = int(both.sum())
+    if voiced == 0 or shared < VOICED_SHARE * voiced or shared < SHIFT_SHARE * n:
         return math.nan
     return float((12 * torch.log2(b[both] / a[both])).median())
 

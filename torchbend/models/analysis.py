@@ -71,11 +71,14 @@ class FrameAnalysis(nn.Module):
 
     cache: torch.Tensor
     lags: torch.Tensor
-    offsets: torch.Tensor
+    reach: torch.Tensor
     around: torch.Tensor
     rest: torch.Tensor
     hann: torch.Tensor
     sums: torch.Tensor
+    eps: torch.Tensor
+    mix: torch.Tensor
+    bias: torch.Tensor
     torchbend_leaf = True
 
     def __init__(
@@ -108,7 +111,9 @@ class FrameAnalysis(nn.Module):
         self.streaming = False
         self.register_buffer("cache", torch.zeros(1, 1, window - hop), persistent=False)
         self.register_buffer("lags", torch.arange(half, dtype=torch.float32), persistent=False)
-        self.register_buffer("offsets", torch.arange(self.longest - self.shortest), False)
+        # Twice each searched lag's offset from the shortest: see yin() (the dip's reach).
+        reach = 2 * torch.arange(self.longest - self.shortest)
+        self.register_buffer("reach", reach, persistent=False)
         self.register_buffer("around", torch.tensor([-1, 0, 1]) + self.shortest, False)
         self.scale = rate / 440.0
         size = 512  # the spectrum reads the last 512 samples, through a Hann window
@@ -118,15 +123,35 @@ class FrameAnalysis(nn.Module):
         # What the frame's power spectrum is summed into, in one product: the power in each
         # band (triangles in log frequency, each reaching its neighbours' centres, and at least
         # one bin wide: the lowest are narrower than a bin of 86 Hz), the power times
-        # frequency (for the centroid) and the total power.
+        # frequency (for the centroid) and the total power (twice: each with its own floor).
         centres = band_centres(bands, 60.0, 16000.0).log2()
         step = float(centres[1] - centres[0])
         distance = (freqs.clamp_min(1.0).log2()[:, None] - centres[None]).abs() / step
         weights = (1 - distance).clamp_min(0)
         nearest = (freqs[:, None] - 2 ** centres[None]).abs().argmin(0)
         weights[nearest, torch.arange(bands)] = weights[nearest, torch.arange(bands)].clamp_min(1)
-        sums = torch.cat([weights, freqs[:, None], torch.ones_like(freqs)[:, None]], 1)
+        total = torch.ones_like(freqs)[:, None]
+        sums = torch.cat([weights, freqs[:, None], total, total], 1)
         self.register_buffer("sums", sums.float(), persistent=False)
+        # The channels are a linear map of the logarithms (log10) of those sums and of the
+        # energy of the last 1024 samples, each above its floor, and of YIN's pitch and
+        # noisiness: [bands | power x frequency | power | power | energy | pitch | noisiness].
+        self.register_buffer(
+            "eps", torch.tensor([1e-12] * bands + [1e-6, 1e-9, 1e-12, 1e-12]), persistent=False
+        )
+        mix = torch.zeros(4 + bands, bands + 6, dtype=torch.float64)
+        mix[0, bands + 4] = 1.0  # pitch
+        mix[1, bands + 3] = 0.5  # loudness: log10 of the RMS
+        mix[2, bands] = math.log2(10)  # brightness: log2 of the centroid re 1 kHz
+        mix[2, bands + 1] = -math.log2(10)
+        mix[3, bands + 5] = 1.0  # noisiness
+        mix[4:, :bands] = 0.5 * torch.eye(bands, dtype=torch.float64)  # shape, re the power
+        mix[4:, bands + 2] = -0.5
+        bias = torch.zeros(4 + bands, dtype=torch.float64)
+        bias[2] = -math.log2(1000.0)
+        bias[4:] = 1.0
+        self.register_buffer("mix", mix.float(), persistent=False)
+        self.register_buffer("bias", bias.float(), persistent=False)
         self.bands = bands
         self.register_buffer("rest", torch.tensor([SILENT_PITCH, 1.0]), persistent=False)
 
@@ -144,85 +169,88 @@ class FrameAnalysis(nn.Module):
         else:
             x = nn.functional.pad(x, (pad, 0))
         frames = x[:, 0].unfold(-1, self.window, self.hop)  # [batch, frames, window]
-        search = [self.lags, self.offsets, self.around, self.rest]  # see yin()
+        search = [self.lags, self.reach, self.around, self.rest]  # see yin()
         bounds = [self.shortest, self.longest]
+        spectral = [self.hann, self.sums, self.eps, self.mix, self.bias]
         if torch.jit.is_scripting() or not eager():
-            return frame_features(frames, self.hann, self.sums, search, bounds, self.scale)
-        return _scripted_frame_features(frames, self.hann, self.sums, search, bounds, self.scale)
+            return frame_features(frames, spectral, search, bounds, self.scale)
+        return _scripted_frame_features(frames, spectral, search, bounds, self.scale)
 
 
 def frame_features(
     frames: torch.Tensor,
-    hann: torch.Tensor,
-    sums: torch.Tensor,
+    spectral: list[torch.Tensor],
     search: list[torch.Tensor],
     bounds: list[int],
     scale: float,
 ) -> torch.Tensor:
     """:class:`FrameAnalysis`'s channels ``[batch, 4 + bands, frames]`` of ``frames``
-    ``[batch, frames, window]``, given its constant tensors (``search``: see :func:`yin`)."""
+    ``[batch, frames, window]``, given its constant tensors (``spectral``: the Hann window,
+    the sums of the power spectrum, the floors of their logarithms, the linear map from
+    them to the channels and its offsets; ``search``: see :func:`yin`)."""
+    hann, sums, eps, mix, bias = spectral
     window = frames.shape[-1]
     if frames.shape[1] <= 32:
-        pitch, noisiness = yin(frames, search, bounds, scale)
-    else:  # the pitch search holds [lags, half window] numbers a frame: 32 frames at a time
-        pitches = [
-            yin(frames[:, i : i + 32], search, bounds, scale) for i in range(0, frames.shape[1], 32)
-        ]
-        pitch = torch.cat([p[0] for p in pitches], 1)
-        noisiness = torch.cat([p[1] for p in pitches], 1)
-    spectrum = torch.fft.rfft(frames[..., window - 512 :] * hann)
-    summed = (spectrum.real.pow(2) + spectrum.imag.pow(2)) @ sums
-    power = summed[..., -1:]
-    loudness = frames[..., window - 1024 :].pow(2).mean(-1).add(1e-12).log10() * 0.5
-    centroid = (summed[..., -2] + 1e-6) / (power[..., 0] + 1e-9)
-    brightness = centroid.log2() - 9.965784284662087  # octaves re 1 kHz
-    shape = ((summed[..., :-2] + 1e-12) / (power + 1e-12)).log10() * 0.5 + 1.0
-    named = torch.stack([pitch, loudness, brightness, noisiness], -1)
-    return torch.cat([named, shape], -1).transpose(1, 2)
+        pitched = yin(frames, search, bounds, scale)
+    else:  # the pitch search holds [half window] numbers a lag and frame: 32 frames at a time
+        pitched = torch.cat(
+            [
+                yin(frames[:, i : i + 32], search, bounds, scale)
+                for i in range(0, frames.shape[1], 32)
+            ],
+            1,
+        )
+    power = torch.fft.rfft(frames[..., window - 512 :] * hann).abs().square()
+    energy = frames[..., window - 1024 :].square().mean(-1, keepdim=True)
+    logs = (torch.cat([power @ sums, energy], -1) + eps).log10()
+    return F.linear(torch.cat([logs, pitched], -1), mix, bias).transpose(1, 2)
 
 
 def yin(
     frames: torch.Tensor, search: list[torch.Tensor], bounds: list[int], scale: float
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> torch.Tensor:
     """YIN on ``frames`` ``[batch, frames, window]`` decimated by four: pitch (octaves re 440
-    Hz) and noisiness, each ``[batch, frames]``. ``search`` holds the lags ``0..half - 1``,
-    the offsets of the searched lags from the shortest, the shortest lag plus ``-1, 0, 1``,
-    and the values of a silent frame; ``bounds`` the shortest and longest lags searched;
+    Hz) and noisiness, ``[batch, frames, 2]``. ``search`` holds the lags ``0..half - 1``,
+    twice the offsets of the searched lags from the shortest, the shortest lag plus ``-1, 0,
+    1``, and the values of a silent frame; ``bounds`` the shortest and longest lags searched;
     ``scale`` the decimated sample rate over 440 Hz."""
-    lags, offsets, around, rest = search
+    lags, reach, around, rest = search
     shortest, longest = bounds
     half = lags.shape[0]
     batch, count = frames.shape[0], frames.shape[1]
     low = frames.reshape(batch, count, 2 * half, 4).mean(-1)  # decimated by four
-    correlation = (low.unfold(-1, half, 1)[:, :, :half] @ low[:, :, :half, None])[..., 0]
-    energy = low.pow(2).cumsum(-1)  # the sum of x[j + lag]^2 over the half window, each lag:
-    shifted = energy[..., half - 1 : 2 * half - 1] - F.pad(energy[..., : half - 1], (1, 0))
-    difference = shifted[..., :1] + shifted - 2 * correlation
+    # The correlation of the first half window with the window at each lag, by FFT (no wrap:
+    # the lags stay below half the transform).
+    correlation = torch.fft.irfft(
+        torch.fft.rfft(low) * torch.fft.rfft(low[..., :half], 2 * half).conj(), 2 * half
+    )[..., :half]
+    energy = F.pad(low.square().cumsum(-1), (1, 0))  # the sum of x[j]^2 before each sample:
+    shifted = energy[..., half:] - energy[..., : half + 1]  # over the half window at each lag
+    difference = torch.sub(shifted[..., :1] + shifted[..., :half], correlation, alpha=2.0)
     normalised = difference * lags / (difference.cumsum(-1) + 1e-9)
     # YIN's rule: the first dip below 0.15, not the lowest point (which can fall on a multiple
-    # of the period); none below it, the lowest point.
+    # of the period); none below it, the lowest point (within half again the first's lag).
     middle = normalised[..., shortest:longest]
-    below = middle < 0.15
-    first = torch.where(below.any(-1), below.to(torch.int8).argmax(-1), longest - shortest)
-    reach = (first + first // 2 + 2)[..., None]
-    lag = (middle + (offsets > reach) * 10.0).argmin(-1)
-    near = normalised.gather(-1, lag[..., None] + around)  # lag - 1, lag, lag + 1
+    first = (F.pad(middle, (0, 1), value=-1.0) < 0.15).to(torch.uint8).argmax(-1, keepdim=True)
+    lag = middle.masked_fill(reach > 3 * first + 4, 10.0).argmin(-1, keepdim=True)
+    near = normalised.gather(-1, lag + around)  # lag - 1, lag, lag + 1
     before, at, after = near.unbind(-1)
-    shift = 0.5 * (before - after) / ((before - 2 * at + after).abs() + 1e-3)
-    period = shift.clamp(-0.5, 0.5) + (lag + shortest)
-    pitch = torch.log2(scale / period)
-    silent = (shifted[..., 0] < 1e-10)[..., None]
-    named = torch.where(silent, rest, torch.stack([pitch, at.clamp(0.0, 1.0)], -1))
-    return named[..., 0], named[..., 1]
+    slope = before - after
+    shift = (0.5 * slope / ((before - 2 * at + after).abs() + 1e-3)).clamp(-0.5, 0.5)
+    period = shift + (lag[..., 0] + shortest)
+    # The noisiness: the difference at the parabola's lowest point, not at the whole lag
+    # (which a period between two lags leaves above zero even for a pure tone).
+    lowest = at - 0.25 * slope * shift
+    named = torch.stack([torch.log2(scale / period), lowest.clamp(0.0, 1.0)], -1)
+    return torch.where(shifted[..., :1] < 1e-10, rest, named)  # silent frames
 
 
 @torch.jit.unused
 def _scripted_frame_features(
     frames: torch.Tensor,
-    hann: torch.Tensor,
-    sums: torch.Tensor,
+    spectral: list[torch.Tensor],
     search: list[torch.Tensor],
     bounds: list[int],
     scale: float,
 ) -> torch.Tensor:
-    return scripted(frame_features)(frames, hann, sums, search, bounds, scale)  # type: ignore[no-any-return]
+    return scripted(frame_features)(frames, spectral, search, bounds, scale)  # type: ignore[no-any-return]

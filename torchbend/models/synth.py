@@ -13,29 +13,44 @@ from ..errors import ModelError
 from .analysis import band_centres
 from .compiled import eager, scripted
 
-__all__ = ["HarmonicNoiseSynth", "noise_tables", "soft_knee", "synthesize"]
+__all__ = ["MODULATION_HZ", "HarmonicNoiseSynth", "noise_tables", "soft_knee", "synthesize"]
 
 NOISE_PERIOD = 131071
 """Samples of the noise tables (a prime, about 3 s at 44.1 kHz): the noise repeats at no
 period a measure of lines locked to the frame clock would see, and only every 3 s."""
 
 
-def noise_tables(bands: int, length: int, rate: int, seed: int = 0) -> torch.Tensor:
-    """``bands`` loops of band-limited noise, ``[bands, length]``, each of unit RMS.
+MODULATION_HZ = 300.0
+"""Bandwidth of the noise that modulates the harmonics (see :class:`HarmonicNoiseSynth`'s
+noisiness): each harmonic it multiplies spreads into a band this wide on either side, so its
+period is lost (the harmonic-to-noise ratio falls) while its place in the spectrum stays."""
 
-    One white noise (seeded) filtered in the frequency domain by Hann-shaped bands in log
-    frequency, each reaching its neighbours' centres, from 60 Hz to 16 kHz; cyclic, so each
-    loops without a seam. No offset: the DC bin is zero.
+
+def noise_tables(bands: int, length: int, rate: int, seed: int = 0) -> torch.Tensor:
+    """``bands`` loops of band-limited noise and a modulator, ``[bands + 1, length]``, each of
+    unit RMS.
+
+    The bands: one white noise (seeded) filtered in the frequency domain by Hann-shaped bands
+    in log frequency, each reaching its neighbours' centres, from 60 Hz to 16 kHz. The
+    modulator: another white noise (seed + 1) low-passed below :data:`MODULATION_HZ` (a
+    half Hann). Cyclic, so each loops without a seam; no offset: the DC bin is zero.
     """
-    generator = torch.Generator().manual_seed(seed)
-    white = torch.fft.rfft(torch.randn(length, generator=generator, dtype=torch.float64))
+    whites = [
+        torch.fft.rfft(
+            torch.randn(length, generator=torch.Generator().manual_seed(s), dtype=torch.float64)
+        )
+        for s in (seed, seed + 1)
+    ]
     freqs = torch.fft.rfftfreq(length, 1 / rate, dtype=torch.float64)
     centres = band_centres(bands, 60.0, 16000.0).log2()
     step = float(centres[1] - centres[0])
     distance = (freqs.clamp_min(1.0).log2()[None] - centres[:, None]) / step
     shapes = torch.where(distance.abs() < 1, torch.cos(distance * math.pi / 2) ** 2, 0.0)
-    shapes[:, 0] = 0.0
-    tables = torch.fft.irfft(white[None] * shapes, length)
+    low = freqs / MODULATION_HZ
+    lowpass = torch.where(low < 1, torch.cos(low * math.pi / 2) ** 2, 0.0)
+    spectra = torch.cat([whites[0][None] * shapes, (whites[1] * lowpass)[None]])
+    spectra[:, 0] = 0.0
+    tables = torch.fft.irfft(spectra, length)
     tables = tables / tables.pow(2).mean(-1, keepdim=True).sqrt()
     return tables.float()
 
@@ -45,15 +60,22 @@ class HarmonicNoiseSynth(nn.Module):
 
     Each frame gives a fundamental, a level, a brightness, a noisiness and learned shapes
     (logits of how the power spreads over the ``harmonics`` and over the noise ``bands``, and
-    a logit that moves the noise/harmonic balance). From them:
+    a logit that sets the share of the noise bands). From them:
 
     - the harmonic spread ``softmax(harmonic logits + tilt * log2(k))`` over harmonics
       ``k = 1..harmonics`` below 20 kHz, and the noise spread ``softmax(noise logits + tilt
-      * log2(centre / 1 kHz))``, where ``tilt = ln 4 * brightness``: one unit of brightness
-      gives each octave 6 dB more power;
-    - the noise share ``sigmoid(balance logit + logit(noisiness))``;
+      * log2(centre / 1 kHz) + log(colour))``, where ``tilt = ln 4 * brightness`` (one unit
+      of brightness gives each octave 6 dB more power) and ``colour`` is the harmonics' own
+      spread gathered into the bands: where training never shaped the noise of a sound, the
+      noise follows the harmonics;
+    - the noise bands' share ``sigmoid(balance logit)``;
+    - the noisiness ``s``: the share of each harmonic's power that is multiplied by a slow
+      noise (below :data:`MODULATION_HZ`), which spreads it into a band around its place: the
+      period is lost but the spectrum keeps its shape, so the harmonic-to-noise ratio falls
+      (about ``10 log10((1 - s) / s)``, as YIN's aperiodicity ``s`` reads it) and the
+      brightness stays;
     - the level: the frame's power is ``10 ** (2 * loudness)`` (``loudness`` is ``log10`` of
-      an RMS), split between the harmonics and the noise by the noise share.
+      an RMS).
 
     The fundamental and every amplitude glide linearly from the previous frame's value to the
     frame's across its ``hop`` samples; the oscillators' phase and the noise tables' position
@@ -87,8 +109,8 @@ class HarmonicNoiseSynth(nn.Module):
     tables: torch.Tensor
     orders: torch.Tensor
     offsets: torch.Tensor
-    harmonic_octaves: torch.Tensor
-    band_octaves: torch.Tensor
+    octaves: torch.Tensor
+    grid: torch.Tensor
     ramp: torch.Tensor
     torchbend_leaf = True
 
@@ -107,21 +129,28 @@ class HarmonicNoiseSynth(nn.Module):
         self.bands = bands
         self.streaming = False
         tables = noise_tables(bands, NOISE_PERIOD, sample_rate).T.contiguous()
-        self.register_buffer("tables", tables, persistent=False)  # [time, bands]
-        orders = torch.arange(1, harmonics + 1, dtype=torch.float32)
-        self.register_buffer("orders", orders[:, None], persistent=False)
-        self.register_buffer("offsets", math.pi * orders**2 / harmonics, persistent=False)
-        self.register_buffer("harmonic_octaves", orders.log2()[:, None], persistent=False)
-        octaves = (band_centres(bands, 60.0, 16000.0) / 1000.0).log2().float()
-        self.register_buffer("band_octaves", octaves[:, None], persistent=False)
+        self.register_buffer("tables", tables, persistent=False)  # [time, bands + 1]
+        orders = torch.arange(1, harmonics + 1, dtype=torch.float64)
+        self.register_buffer("orders", orders.float(), persistent=False)
+        self.register_buffer("offsets", (math.pi * orders**2 / harmonics).float(), False)
+        # Each harmonic's and each band's octave (re 1 kHz for the bands), what the tilt
+        # multiplies, and where harmonic k of a pitch p (octaves re 440 Hz) falls on the band
+        # grid, in band steps: grid[k, g] + p / width.
+        band_octaves = (band_centres(bands, 60.0, 16000.0) / 1000.0).log2()
+        octaves = torch.cat([orders.log2(), band_octaves])[:, None]
+        self.register_buffer("octaves", octaves.float(), persistent=False)
+        width = float(band_octaves[1] - band_octaves[0])
+        grid = (orders.log2()[:, None] + math.log2(440 / 1000) - band_octaves[None]) / width
+        self.register_buffer("grid", grid[None, :, :, None].float(), persistent=False)
+        self.width = width
         ramp = torch.arange(1, hop + 1, dtype=torch.float32) / hop
         self.register_buffer("ramp", ramp, persistent=False)
         # The state a stream carries: the oscillators' phase (float64: it is summed over
         # every sample), the noise tables' position, and the last frame's fundamental,
-        # harmonic amplitudes and noise gains.
+        # noisiness, harmonic amplitudes and noise gains.
         self.register_buffer("phase", torch.zeros(1, 1, dtype=torch.float64), persistent=False)
         self.register_buffer("position", torch.zeros((), dtype=torch.long), persistent=False)
-        self.register_buffer("last", torch.zeros(1, 1 + harmonics + bands, 1), persistent=False)
+        self.register_buffer("last", torch.zeros(1, 2 + harmonics + bands, 1), persistent=False)
 
     def reset_cache(self) -> None:
         """Forget the past: the next streamed block starts from silence."""
@@ -142,15 +171,15 @@ class HarmonicNoiseSynth(nn.Module):
             position = torch.zeros((), dtype=torch.long, device=controls.device)
         traced = not torch.jit.is_scripting() and not eager()  # torch.export, torch.compile
         noise = self.noise(position, frames * self.hop, traced)
-        constants = [self.orders, self.offsets, self.harmonic_octaves, self.band_octaves, self.ramp]
-        rate = float(self.sample_rate)
+        constants = [self.orders, self.offsets, self.octaves, self.grid, self.ramp]
+        scales = [float(self.sample_rate), 1.0 / self.width]
         if torch.jit.is_scripting() or traced:
             y, now, phases = synthesize(
-                controls, shapes, last, phase, noise, constants, rate, traced
+                controls, shapes, last, phase, noise, constants, scales, traced
             )
         else:
             y, now, phases = _scripted_synthesize(
-                controls, shapes, last, phase, noise, constants, rate
+                controls, shapes, last, phase, noise, constants, scales
             )
         if self.streaming:
             self.last.copy_(now[..., -1:])
@@ -159,8 +188,8 @@ class HarmonicNoiseSynth(nn.Module):
         return y
 
     def noise(self, position: torch.Tensor, length: int, traced: bool = False) -> torch.Tensor:
-        """``length`` samples of the noise tables from ``position`` on, ``[length, bands]``
-        (by indexing when ``traced``: a graph cannot read the position as a number)."""
+        """``length`` samples of the noise tables from ``position`` on, ``[length, bands +
+        1]`` (by indexing when ``traced``: a graph cannot read the position as a number)."""
         period = self.tables.shape[0]
         if not traced:
             first = int(position)
@@ -177,60 +206,62 @@ def synthesize(
     phase: torch.Tensor,
     noise: torch.Tensor,
     constants: list[torch.Tensor],
-    rate: float,
+    scales: list[float],
     traced: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """:class:`HarmonicNoiseSynth`'s sound ``[batch, 1, frames * hop]`` from its ``controls``
-    and ``shapes``, the ``last`` frame played ``[batch, 1 + harmonics + bands, 1]``, the
+    and ``shapes``, the ``last`` frame played ``[batch, 2 + harmonics + bands, 1]``, the
     oscillators' ``phase`` ``[batch, 1]`` (float64) and the ``noise`` tables' next samples
-    ``[frames * hop, bands]``; ``constants`` holds the harmonic orders ``[harmonics, 1]``,
-    their phase offsets ``[harmonics]``, their octaves, the bands' octaves re 1 kHz, the
-    glide ramp ``[hop]``; ``rate`` the sample rate in Hz; ``traced``: whether a graph is being
-    recorded (``torch.export``). Also returns the frames played and the phase of every
-    sample, for a stream to carry on from."""
-    orders, offsets, harmonic_octaves, band_octaves, ramp = constants
+    ``[frames * hop, bands + 1]``; ``constants`` holds the harmonic orders ``[harmonics]``,
+    their phase offsets, the octaves the tilt multiplies ``[harmonics + bands, 1]``, the
+    harmonics' places on the band grid ``[1, harmonics, bands, 1]`` and the glide ramp
+    ``[hop]``; ``scales`` the sample rate in Hz and the bands per octave; ``traced``: whether
+    a graph is being recorded (``torch.export``). Also returns the frames played and the
+    phase of every sample, for a stream to carry on from."""
+    orders, offsets, octaves, grid, ramp = constants
+    rate, per_octave = scales
     batch, frames = controls.shape[0], controls.shape[-1]
-    h, b = orders.shape[0], band_octaves.shape[0]
-    pitch, loudness, brightness, noisiness = controls.unbind(1)  # each [batch, frames]
-    f0 = (440.0 * torch.exp2(pitch)).clamp(1.0, 20000.0)[:, None]
-    tilt = 1.3862943611198906 * brightness[:, None]  # ln(4): 6 dB more power an octave
-    # In logarithms, so that a harmonic or a band given no power has a finite gradient.
-    spread = torch.log_softmax(shapes[:, :h] + tilt * harmonic_octaves, 1)
+    h = orders.shape[0]
+    pitch = controls[:, :1]
+    f0 = (440.0 * torch.exp2(pitch)).clamp(1.0, 20000.0)
+    # Logits tilted by the brightness: ln(4), 6 dB more power an octave.
+    logits = torch.addcmul(shapes[:, :-1], controls[:, 2:3], octaves, value=1.3862943611198906)
     # The noise takes the colour of the harmonics (their power, untilted, gathered into the
-    # noise bands) times what the decoder gives it: where training never shaped the noise of
-    # a sound, more noise does not make it brighter or darker, only noisier.
-    places = (pitch[:, None] - 1.1844245711374275) + harmonic_octaves  # octaves re 1 kHz
-    width = band_octaves[1, 0] - band_octaves[0, 0]
-    distance = (
-        places[:, :, None] - band_octaves.reshape(1, 1, b, 1)
-    ) / width  # [batch, h, b, frames]
-    colour = torch.einsum(
-        "bkf,bkgf->bgf", torch.softmax(shapes[:, :h], 1), (1 - distance.abs()).clamp_min(0)
-    )
-    noise_spread = torch.log_softmax(
-        shapes[:, h : h + b] + tilt * band_octaves + torch.log(colour + 1e-3), 1
-    )
-    share = noisiness.clamp(1e-3, 1 - 1e-3)[:, None]
-    balance = shapes[:, h + b :] + torch.log(share / (1 - share))
-    level = 2.302585092994046 * loudness.clamp(max=2.0)[:, None]  # ln(10): the log of the RMS
+    # bands by triangles one band wide) times what the decoder gives it.
+    places = torch.add(grid, pitch[:, :, None], alpha=per_octave)  # [batch, h, bands, frames]
+    triangles = (1.0 - places.abs()).clamp_min(0.0)
+    colour = (torch.softmax(shapes[:, :h], 1)[:, :, None] * triangles).sum(1)
+    # In logarithms, so that a harmonic or a band given no power has a finite gradient.
+    spread = torch.log_softmax(logits[:, :h], 1)
+    noise_spread = torch.log_softmax(logits[:, h:] + torch.log(colour + 1e-3), 1)
+    balance = shapes[:, -1:]
+    level = 2.302585092994046 * controls[:, 1:2].clamp(max=2.0)  # ln(10): the log of the RMS
     amplitudes = torch.exp(level + 0.5 * (0.6931471805599453 + F.logsigmoid(-balance) + spread))
     gains = torch.exp(level + 0.5 * (F.logsigmoid(balance) + noise_spread))
-    now = torch.cat([f0, amplitudes, gains], 1)  # [batch, 1 + h + b, frames]
+    noisiness = controls[:, 3:4].clamp(0.0, 1.0)
+    now = torch.cat([f0, noisiness, amplitudes, gains], 1)  # [batch, 2 + h + b, frames]
     start = torch.cat([last, now[..., :-1]], -1)  # each frame glides from the one before
+    ends = torch.stack([start, now], -1)  # [batch, 2 + h + b, frames, 2]
     f0s = torch.lerp(start[:, 0, :, None], now[:, 0, :, None], ramp)
     step = f0s.reshape(batch, -1).double() * (2 * math.pi / rate)
     phases = (phase + step.cumsum(-1)).remainder(2 * math.pi)
+    # A harmonic sounds only while it stays below 20 kHz at both ends of its glide; its power
+    # splits into a steady part and a part the slow noise modulates, by the noisiness.
+    harmonic = ends[:, 2 : 2 + h] * (
+        ends[:, :1].amax(-1, keepdim=True) * orders[:, None, None] < 20000.0
+    )
+    split = ends[:, 1:2]
+    weights = torch.cat(
+        [harmonic * (1.0 - split).sqrt(), harmonic * split.sqrt(), ends[:, 2 + h :]], 1
+    )
     # One matrix product plays every oscillator and noise band at both ends of each frame's
-    # glide: the sound is [sines | noise] @ [amplitudes at start | at end].
+    # glide: the sound is [sines | modulated sines | noise] @ [weights at start | at end].
     # Schroeder's phases (pi k^2 / h for harmonic k) keep the crest factor of a bright tone
     # low: harmonics that all start in sine phase pile up into peaks.
-    waves = torch.sin(phases.float()[..., None] * orders[:, 0] + offsets)  # [batch, time, h]
-    basis = torch.cat([waves, noise.expand(batch, -1, -1)], -1)
-    ends = torch.stack([start, now], -1)[:, 1:]  # [batch, h + b, frames, 2]
-    # A harmonic sounds only while it stays below 20 kHz at both ends of its glide.
-    top = torch.maximum(start[:, :1], now[:, :1]) * orders
-    ends[:, :h] *= (top < 20000.0)[..., None]
-    both = basis.reshape(batch, frames, -1, h + b) @ ends.permute(0, 2, 1, 3)
+    waves = torch.sin(phases.float()[..., None] * orders + offsets)  # [batch, time, h]
+    bands = noise[:, :-1].expand(batch, -1, -1)
+    basis = torch.cat([waves, waves * noise[:, -1:], bands], -1)
+    both = basis.reshape(batch, frames, -1, basis.shape[-1]) @ weights.permute(0, 2, 1, 3)
     y = torch.lerp(both[..., 0], both[..., 1], ramp).reshape(batch, 1, -1)
     # Rarely needed (only what a bending made loud): skipped when nothing passes the knee,
     # except in a graph (``traced``), which cannot branch on values.
@@ -247,9 +278,9 @@ def _scripted_synthesize(
     phase: torch.Tensor,
     noise: torch.Tensor,
     constants: list[torch.Tensor],
-    rate: float,
+    scales: list[float],
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return scripted(synthesize)(controls, shapes, last, phase, noise, constants, rate)  # type: ignore[no-any-return]
+    return scripted(synthesize)(controls, shapes, last, phase, noise, constants, scales)  # type: ignore[no-any-return]
 
 
 def soft_knee(y: torch.Tensor, knee: float = 0.9, ceiling: float = 0.999) -> torch.Tensor:
