@@ -251,18 +251,20 @@ def synthesize(
         ends[:, :1].amax(-1, keepdim=True) * orders[:, None, None] < 20000.0
     )
     split = ends[:, 1:2]
-    weights = torch.cat(
-        [harmonic * (1.0 - split).sqrt(), harmonic * split.sqrt(), ends[:, 2 + h :]], 1
-    )
-    # One matrix product plays every oscillator and noise band at both ends of each frame's
-    # glide: the sound is [sines | modulated sines | noise] @ [weights at start | at end].
+    weights = torch.cat([harmonic * (1.0 - split).sqrt(), harmonic * split.sqrt()], -1)
+    # Matrix products play every oscillator and noise band at both ends of each frame's glide
+    # ([sines] @ [steady and modulated weights at start | at end], [noise] @ [gains at start |
+    # at end]), and each frame glides from one end to the other.
     # Schroeder's phases (pi k^2 / h for harmonic k) keep the crest factor of a bright tone
     # low: harmonics that all start in sine phase pile up into peaks.
     waves = torch.sin(phases.float()[..., None] * orders + offsets)  # [batch, time, h]
-    bands = noise[:, :-1].expand(batch, -1, -1)
-    basis = torch.cat([waves, waves * noise[:, -1:], bands], -1)
-    both = basis.reshape(batch, frames, -1, basis.shape[-1]) @ weights.permute(0, 2, 1, 3)
-    y = torch.lerp(both[..., 0], both[..., 1], ramp).reshape(batch, 1, -1)
+    played = waves.reshape(batch, frames, -1, h) @ weights.permute(0, 2, 1, 3)
+    bands = noise[:, :-1].reshape(frames, -1, noise.shape[1] - 1)
+    noises = bands @ ends[:, 2 + h :].permute(0, 2, 1, 3)  # [batch, frames, hop, 2]
+    steady = torch.lerp(played[..., 0] + noises[..., 0], played[..., 1] + noises[..., 1], ramp)
+    modulated = torch.lerp(played[..., 2], played[..., 3], ramp)
+    y = torch.addcmul(steady, modulated, noise[:, -1].reshape(frames, -1))
+    y = y.reshape(batch, 1, -1)
     # Rarely needed (only what a bending made loud): skipped when nothing passes the knee,
     # except in a graph (``traced``), which cannot branch on values.
     if traced or bool(y.abs().amax() > 0.9):
