@@ -29,9 +29,10 @@ BENDINGS = {
     "fifth_up": "OnChannel(0, bias=7/12) on the latent: its pitch channel a fifth up (+7 "
     "semitones); the decoder reads the new pitch, so the timbre follows it",
     "whisper": "OnChannel(3, scale=0, bias=1) on the latent: its noisiness channel set to 1 "
-    "(noise) in every frame: filtered noise takes over from the harmonics as far as the "
-    "decoder lets it: a whisper, brighter; the pitch channel is untouched, but what is left "
-    "of the harmonics may be heard (and measured) at another octave",
+    "(noise) in every frame: a slow noise multiplies every harmonic, which spreads each into "
+    "a band of noise around its place: a breathy whisper of the same colour (the "
+    "harmonic-to-noise ratio falls, the centroid stays), whose pitch fades (what is left of "
+    "it can read at another octave)",
     "brighter": "OnChannel(2, bias=1.5) on the latent: its brightness channel up 1.5, the "
     "spectrum tilted up (9 dB more an octave): the centroid rises, the pitch stays",
     "scrambled_timbre": "Permute(dim=-2, seed=0) on the decoder's output (decoder_6): the power "

@@ -37,7 +37,7 @@ class TinyDDSP(Streamable):
     loudness and the timbre channels, three causal convolutions over frames give how the
     power spreads over the harmonics and the noise bands, and the synthesizer
     (:class:`HarmonicNoiseSynth`) plays them at the latent's pitch and level, tilted by its
-    brightness, mixed by its noisiness. So the output is a new sound, not a filtered copy:
+    brightness, made noisy by its noisiness. So the output is a new sound, not a filtered copy:
     bending a layer changes what is synthesized (timbre, noise, pitch, level) rather than
     how the input is filtered, and moving a named latent channel moves its descriptor.
 
