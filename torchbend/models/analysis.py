@@ -40,8 +40,8 @@ class FrameAnalysis(nn.Module):
       -20 dB re full scale; digital silence reads -6).
     - ``brightness``: the spectral centroid of the last 512 samples (Hann window), in octaves
       re 1 kHz (``log2(centroid / 1000)``).
-    - ``noisiness``: the normalised difference at the chosen period, from 0 (periodic) to 1
-      (noise); silent frames read 1.
+    - ``noisiness``: the normalised difference at the chosen period (the lowest point of the
+      parabola through it), from 0 (periodic) to 1 (noise); silent frames read 1.
     - ``bands`` more: the spectral shape, ``log10`` of the power in log-spaced bands over the
       frame's total (halved and offset by 1, so that it sits around 0), blind to the level.
 
@@ -190,16 +190,7 @@ def frame_features(
     them to the channels and its offsets; ``search``: see :func:`yin`)."""
     hann, sums, eps, mix, bias = spectral
     window = frames.shape[-1]
-    if frames.shape[1] <= 32:
-        pitched = yin(frames, search, bounds, scale)
-    else:  # the pitch search holds [half window] numbers a lag and frame: 32 frames at a time
-        pitched = torch.cat(
-            [
-                yin(frames[:, i : i + 32], search, bounds, scale)
-                for i in range(0, frames.shape[1], 32)
-            ],
-            1,
-        )
+    pitched = yin(frames, search, bounds, scale)
     power = torch.fft.rfft(frames[..., window - 512 :] * hann).abs().square()
     energy = frames[..., window - 1024 :].square().mean(-1, keepdim=True)
     logs = (torch.cat([power @ sums, energy], -1) + eps).log10()
@@ -229,7 +220,9 @@ def yin(
     difference = torch.sub(shifted[..., :1] + shifted[..., :half], correlation, alpha=2.0)
     normalised = difference * lags / (difference.cumsum(-1) + 1e-9)
     # YIN's rule: the first dip below 0.15, not the lowest point (which can fall on a multiple
-    # of the period); none below it, the lowest point (within half again the first's lag).
+    # of the period); none below it, the lowest point. The dip's bottom is searched up to half
+    # again as far (offsets past first + first // 2 + 2 skipped: ``reach`` holds twice each
+    # offset, compared with 3 * first + 4).
     middle = normalised[..., shortest:longest]
     first = (F.pad(middle, (0, 1), value=-1.0) < 0.15).to(torch.uint8).argmax(-1, keepdim=True)
     lag = middle.masked_fill(reach > 3 * first + 4, 10.0).argmin(-1, keepdim=True)
