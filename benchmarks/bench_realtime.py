@@ -17,16 +17,19 @@ model's in the same round. Each model is
 ``torchbend.models.load(name)`` (trained weights); without them, the same architecture untrained
 (same cost); without ``torchbend.models``, a conv stack (printed). ``--profile`` prints
 instead where the plain model's time goes (torch's profiler, operators by self time) at
-blocks of 256 and 2048.
+blocks of 256 and 2048, how many framework calls a block makes, and this machine's floor per
+call (a scripted addition of a small tensor): what the calls cost whatever they compute.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import math
 import os
 import platform
 import tempfile
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -124,10 +127,38 @@ def variants(
     return {k: functools.partial(s.process_block, x) for k, s in streams.items()}
 
 
+def op_floor() -> float:
+    """Microseconds per framework call of this machine's floor: a scripted loop of additions
+    on a ``[1, 49, 1]`` tensor (no arithmetic to speak of: dispatch, allocation, the
+    interpreter), the best of 5 rounds."""
+
+    @torch.jit.script
+    def adds(x: torch.Tensor) -> torch.Tensor:
+        for _ in range(100):
+            x = x + 1.0
+        return x
+
+    x = torch.zeros(1, 49, 1)
+    with torch.no_grad():
+        for _ in range(50):
+            adds(x)
+        best = math.inf
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(200):
+                adds(x)
+            best = min(best, (time.perf_counter() - start) / 200 / 100)
+    return 1e6 * best
+
+
 def profile(model: nn.Module) -> None:
-    """Operators by self time when streaming ``model`` at blocks of 256 and 2048 samples."""
+    """Operators by self time when streaming ``model`` at blocks of 256 and 2048 samples, the
+    framework calls a block makes (those not made by another call: the ones that pay the
+    dispatch) and what they cost at this machine's floor (:func:`op_floor`)."""
     from torch.profiler import profile as profiler
 
+    floor = op_floor()
+    print(f"floor: {floor:.2f} us per framework call (a scripted addition on [1, 49, 1])")
     for block in (256, 2048):
         stream = Stream(model, block_size=block)
         x = torch.randn(1, block) * 0.1
@@ -136,7 +167,19 @@ def profile(model: nn.Module) -> None:
         with profiler() as prof:
             for _ in range(200):
                 stream.process_block(x)
-        print(f"\nblock {block}, 200 blocks:")
+        calls = sum(
+            1
+            for e in prof.events()
+            if e.name.startswith("aten::")
+            and (e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::"))
+        )
+        per_block = calls / 200
+        budget = 1e6 * block / 44100
+        print(
+            f"\nblock {block}, 200 blocks: {per_block:.0f} framework calls a block, "
+            f"{per_block * floor / 1000:.2f} ms at the floor (the block lasts {budget / 1000:.2f} "
+            f"ms: {budget / 10 / floor:.0f} calls fit in a tenth of it)"
+        )
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12))
 
 
