@@ -19,13 +19,15 @@ def tone(freq: float, dbfs: float = -15.0, seconds: float = 1.0) -> torch.Tensor
 
 def test_changes_read_a_fifth_up_six_decibels_down_and_more_noise():
     a = hear(tone(220.0), RATE)
-    pitch = changes(hear(tone(330.0), RATE), a)[0]
+    pitch, level, brightness, hnr = changes(hear(tone(330.0), RATE), a)
     assert pitch == pytest.approx(12 * math.log2(1.5), abs=0.1)
+    assert brightness == pytest.approx(math.log2(1.5), abs=0.05)  # octaves of centroid
+    assert level == pytest.approx(0.0, abs=0.1) and hnr == pytest.approx(0.0, abs=3.0)
     assert changes(hear(tone(220.0, -21.0), RATE), a)[1] == pytest.approx(-6.0, abs=0.1)
     noise = torch.randn(1, RATE, generator=torch.Generator().manual_seed(0)) * 0.1
-    pitch, _, brightness, noisiness = changes(hear(noise, RATE), a)
+    pitch, _, brightness, hnr = changes(hear(noise, RATE), a)
     assert pitch is None  # noise has no pitch to compare
-    assert noisiness is not None and noisiness > 0.5
+    assert hnr is not None and hnr < -30  # dB: a steady tone reads 30 dB and more, noise below 0
     assert brightness is not None and brightness > 2  # octaves of centroid above a 220 Hz tone
 
 

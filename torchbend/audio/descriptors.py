@@ -17,6 +17,7 @@ __all__ = [
     "LOWEST_HZ",
     "OCTAVE_CHECK",
     "SHIFT_SHARE",
+    "TRACKS",
     "VOICED_SHARE",
     "YIN_THRESHOLD",
     "active_frames",
@@ -24,6 +25,7 @@ __all__ = [
     "character",
     "character_and_pitch",
     "describe",
+    "frame_tracks",
     "hnr_db",
     "hnr_track",
     "onset_rate",
@@ -36,6 +38,9 @@ __all__ = [
 
 DESCRIPTORS: tuple[str, ...] = ("centroid_hz", "pitch_hz", "hnr_db", "onset_rate", "loudness_lufs")
 """The names :func:`describe` gives, in its order."""
+
+TRACKS: tuple[str, ...] = ("pitch_hz", "level_db", "centroid_hz", "hnr_db")
+"""The rows :func:`frame_tracks` gives, in its order."""
 
 ACTIVE_RANGE_DB = 60.0
 """A frame is silent when its RMS is more than this many dB below the loudest frame's."""
@@ -91,10 +96,11 @@ def active_frames(frames: torch.Tensor) -> torch.Tensor:
 
 
 def _spectra(
-    x: torch.Tensor, rate: int, size: int
+    x: torch.Tensor, rate: int, size: int, hop: int | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Magnitudes ``[frames, bins]`` (Hann window, hop a quarter), bin frequencies, active mask."""
-    frames = _frames(x, size, size // 4)
+    """Magnitudes ``[frames, bins]`` (Hann window, hop a quarter unless given), bin
+    frequencies, active mask."""
+    frames = _frames(x, size, hop or size // 4)
     window = torch.hann_window(size, dtype=torch.float32)
     magnitude = torch.fft.rfft(frames * window).abs()
     freqs = torch.fft.rfftfreq(size, 1 / rate, dtype=torch.float32)
@@ -286,6 +292,33 @@ def hnr_track(
     """
     _, aperiodicity, _, active = _yin(x, rate, lowest, highest)
     return _hnr(aperiodicity, active)
+
+
+def frame_tracks(
+    x: torch.Tensor, rate: int, lowest: float = LOWEST_HZ, highest: float = HIGHEST_HZ
+) -> torch.Tensor:
+    """Each frame of ``x`` described, one row per name of :data:`TRACKS`: the fundamental in
+    Hz (:func:`pitch_track`: NaN where unvoiced or silent), the RMS level in dB re full scale,
+    the spectral centroid in Hz (Hann window; NaN where silent) and the harmonic-to-noise
+    ratio in dB (:func:`hnr_track`), from one run of YIN, so that two renders can be compared
+    frame by frame. The arguments are :func:`hnr_track`'s.
+
+    Shape:
+        - Output: ``[4, frames]``, frame ``i`` the 2048 samples from sample ``1024 * i``.
+
+    >>> t = torch.arange(44100, dtype=torch.float64) / 44100
+    >>> tracks = frame_tracks(0.1 * torch.sin(2 * math.pi * 440 * t), 44100)
+    >>> [round(float(row.nanmedian())) for row in tracks[:3]]
+    [440, -23, 440]
+    """
+    period, aperiodicity, voiced, active = _yin(x, rate, lowest, highest)
+    magnitude, freqs, _ = _spectra(x, rate, 2048, 1024)
+    level = 10 * torch.log10(_frames(x, 2048, 1024).pow(2).mean(-1) + _TINY)
+    centroid = (magnitude @ freqs) / (magnitude.sum(-1) + _TINY)
+    pitch = torch.where(voiced, rate / period, math.nan)
+    return torch.stack(
+        [pitch, level, torch.where(active, centroid, math.nan), _hnr(aperiodicity, active)]
+    )
 
 
 def _hnr(aperiodicity: torch.Tensor, active: torch.Tensor) -> torch.Tensor:

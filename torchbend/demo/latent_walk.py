@@ -96,7 +96,7 @@ WALKS = (
     Walk("pitch", -1.0, 1.0, "octaves"),
     Walk("loudness", -0.5, 0.5, "x 20 dB"),
     Walk("brightness", -1.5, 1.5, "octaves of centroid, x 6 dB an octave"),
-    Walk("noisiness", 0.0, 1.0, "share of noise, 0 to 1", replace=True),
+    Walk("noisiness", 0.0, 1.0, "share of the harmonics made noisy, 0 to 1", replace=True),
 )
 """The demo's latent walk: each named channel of the character model, moved on its own."""
 

@@ -1,5 +1,5 @@
 """What the demo's renders sound like, measured: loudness, spectral centroid, pitch and
-noisiness, as changes from the unbent render, whole or over time."""
+harmonic-to-noise ratio, as changes from the unbent render, whole or over time."""
 
 from __future__ import annotations
 
@@ -10,17 +10,13 @@ from dataclasses import dataclass
 import torch
 from tabulate import tabulate
 
+from ..audio.descriptors import frame_tracks
 from ..audio.quality import loudness_lufs, spectral_distance
-from ..models import FrameAnalysis
 
 __all__ = ["Heard", "bending_table", "changes", "hear", "walk_table"]
 
-_HOP = 512
-"""Samples per analysis frame."""
-_RANGE = 1.5
-"""Frames that count: within 30 dB (1.5 in log10 RMS) of the loudest one."""
-_VOICED = 0.4
-"""A frame has a pitch when its noisiness (0 periodic, 1 noise) is below this."""
+_RANGE_DB = 30.0
+"""Frames that count: within this many dB of the loudest one."""
 _SIZES = (2048, 512)
 """STFT sizes of the spectral distances (two of the four of the quality measure's default:
 the table compares every pair of renders)."""
@@ -35,49 +31,53 @@ class Heard:
     lufs: float
     """Integrated loudness (:func:`~torchbend.audio.quality.loudness_lufs`)."""
     frames: torch.Tensor
-    """``[4, frames]``: pitch (octaves re 440 Hz), loudness (log10 RMS), brightness (spectral
-    centroid in octaves re 1 kHz) and noisiness (0 to 1) of each frame (YIN pitch and all, by
-    the analysis of :class:`~torchbend.models.FrameAnalysis`)."""
+    """``[4, frames]``: pitch (Hz, NaN where unvoiced), level (dB), spectral centroid (Hz)
+    and harmonic-to-noise ratio (dB) of each frame
+    (:func:`~torchbend.audio.descriptors.frame_tracks`)."""
 
     def counted(self) -> torch.Tensor:
-        """Which frames count: those within 30 dB of the loudest."""
-        loudness = self.frames[1]
-        return loudness > float(loudness.max()) - _RANGE
+        """Which frames count: those not silent and within 30 dB of the loudest."""
+        level = self.frames[1]
+        return ~self.frames[2].isnan() & (level > float(level.max()) - _RANGE_DB)
 
     def voiced(self) -> torch.Tensor:
         """Which frames that count have a pitch."""
-        return self.counted() & (self.frames[3] < _VOICED)
+        return self.counted() & ~self.frames[0].isnan()
 
 
 def changes(bent: Heard, unbent: Heard, where: torch.Tensor | None = None) -> list[float | None]:
     """How ``bent`` differs from ``unbent``, frame by frame (the median of the differences over
     the frames that count in both, within ``where`` if given): pitch in semitones (frames
-    voiced in both; ``None`` where too few are), loudness in dB, centroid in octaves,
-    noisiness. Paired frames, not a median of each render: a pitch measure that jumps an
-    octave on some frames of one render does not decide the change."""
+    voiced in both; ``None`` where too few are), level in dB, centroid in octaves,
+    harmonic-to-noise ratio in dB. Paired frames, not a median of each render: a pitch
+    measure that jumps an octave on some frames of one render does not decide the change."""
     both = bent.counted() & unbent.counted()
     voiced = bent.voiced() & unbent.voiced()
     if where is not None:
         both, voiced = both & where, voiced & where
-    change = bent.frames - unbent.frames
+    ratios = (bent.frames[[0, 2]] / unbent.frames[[0, 2]]).log2()
+    change = torch.stack(
+        [
+            12 * ratios[0],
+            bent.frames[1] - unbent.frames[1],
+            ratios[1],
+            bent.frames[3] - unbent.frames[3],
+        ]
+    )
     out: list[float | None] = []
-    for row, frames, factor in ((0, voiced, 12.0), (1, both, 20.0), (2, both, 1.0), (3, both, 1.0)):
+    for row, frames in enumerate((voiced, both, both, both)):
         enough = (
             int(frames.sum()) >= max(1, _PITCHED * int(both.sum()))
             if row == 0
             else bool(frames.any())
         )
-        out.append(factor * float(change[row][frames].median()) if enough else None)
+        out.append(float(change[row][frames].median()) if enough else None)
     return out
 
 
 def hear(audio: torch.Tensor, rate: int) -> Heard:
     """Measure ``audio`` (mono, ``[1, time]`` or ``[time]``) at ``rate`` Hz."""
-    x = audio.detach().reshape(1, 1, -1).float()
-    x = torch.nn.functional.pad(x, (0, -x.shape[-1] % _HOP))
-    with torch.inference_mode():
-        frames = FrameAnalysis(_HOP, 2048, rate)(x)[0, :4]
-    return Heard(loudness_lufs(audio, rate), frames)
+    return Heard(loudness_lufs(audio, rate), frame_tracks(audio.detach(), rate))
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -127,7 +127,7 @@ def bending_table(
                 _fmt(_median(loudness), "+.1f"),
                 _fmt(None if octaves is None else 100 * (2**octaves - 1), "+.0f"),
                 _fmt(_median([m[0] for m in moved]), "+.1f"),
-                _fmt(_median([m[3] for m in moved]), "+.2f"),
+                _fmt(_median([m[3] for m in moved]), "+.1f"),
                 _fmt(_median(apart), ".2f"),
                 _fmt(_median(nearest), ".2f"),
             ]
@@ -137,7 +137,7 @@ def bending_table(
         "loudness (LU)",
         "centroid (%)",
         "pitch (st)",
-        "noisiness",
+        "HNR (dB)",
         "distance",
         "to nearest",
     ]
@@ -146,7 +146,8 @@ def bending_table(
 
 def _trend(walk: Heard, unbent: Heard) -> list[float | None]:
     """How the walk moves each measure from the unbent render, from the first fifth of the
-    file to the last: pitch in semitones, loudness in dB, centroid in percent, noisiness."""
+    file to the last: pitch in semitones, level in dB, centroid in percent, harmonic-to-noise
+    ratio in dB."""
     frames = walk.frames.shape[-1]
     early = torch.arange(frames) < frames // 5
     late = torch.arange(frames) >= frames - frames // 5
@@ -164,7 +165,7 @@ def walk_table(heard: Mapping[str, Mapping[str, Heard]], walks: Sequence[str]) -
     for label in walks:
         trends = [_trend(by[label], by["reconstruction"]) for by in heard.values()]
         columns = [_median([t[i] for t in trends]) for i in range(4)]
-        forms = ["+.1f", "+.1f", "+.0f", "+.2f"]
+        forms = ["+.1f", "+.1f", "+.0f", "+.1f"]
         rows.append([label, *(_fmt(v, f) for v, f in zip(columns, forms))])
-    headers = ["walk", "pitch (st)", "loudness (dB)", "centroid (%)", "noisiness"]
+    headers = ["walk", "pitch (st)", "loudness (dB)", "centroid (%)", "HNR (dB)"]
     return str(tabulate(rows, headers=headers, disable_numparse=True, stralign="right"))

@@ -31,12 +31,11 @@ BENDINGS = {
     "whisper": "OnChannel(3, scale=0, bias=1) on the latent: its noisiness channel set to 1 "
     "(noise) in every frame: a slow noise multiplies every harmonic, which spreads each into "
     "a band of noise around its place: a breathy whisper of the same colour (the "
-    "harmonic-to-noise ratio falls, the centroid stays), whose pitch fades (what is left of "
-    "it can read at another octave)",
+    "harmonic-to-noise ratio falls, the centroid stays), whose pitch fades",
     "brighter": "OnChannel(2, bias=1.5) on the latent: its brightness channel up 1.5, the "
     "spectrum tilted up (9 dB more an octave): the centroid rises, the pitch stays",
     "scrambled_timbre": "Permute(dim=-2, seed=0) on the decoder's output (decoder_6): the power "
-    "meant for each harmonic and noise band goes to another: a new, brighter timbre, whose "
+    "meant for each harmonic and noise band goes to another: a new timbre, noisier, whose "
     "loudest harmonic may not be the fundamental (the pitch heard can jump)",
     "flipped_timbre": "Scale(-1) on the learned timbre channels (encoder_3): the decoder reads "
     "the opposite timbre for each frame; its pitch and loudness channels are untouched",
