@@ -28,12 +28,13 @@ import torch
 
 from torchbend.audio import quality as q
 from torchbend.audio import resample
-from torchbend.audio.descriptors import describe, pitch_track
+from torchbend.audio.descriptors import pitch_track
 from torchbend.sweep.latent_check import CHANNEL_DESCRIPTORS, latent_walks
 from torchbend.sweep.richness import (
     BENDINGS,
     RichnessRender,
     judge_render,
+    reference,
     richness_sweep,
     summarise,
 )
@@ -217,11 +218,14 @@ def calibration() -> list[str]:
         "| descriptors moved, per sound | beyond a filter | perceptible |",
         "|---|---|---|---|---|---|",
     ]
+    references = {k: reference(x, RATE) for k, x in excerpts.items()}
     for label, change in _calibration_changes().items():
-        judged = [
-            judge_render("-", label, k, change(x, shipped[k]), x, describe(x, RATE), RATE)
-            for k, x in excerpts.items()
-        ]
+        judged = []
+        for k, x in excerpts.items():
+            before, pitch = references[k]
+            judged.append(
+                judge_render("-", label, k, change(x, shipped[k]), x, before, RATE, pitch)
+            )
         residuals = ", ".join(f"{r.residual_db:.0f}" for r in judged)
         loudness = ", ".join(f"{r.loudness_lu:+.1f}" for r in judged)
         moved = "; ".join(f"{r.sound}: {', '.join(r.moved) or 'none'}" for r in judged)

@@ -95,16 +95,21 @@ def active_frames(frames: torch.Tensor) -> torch.Tensor:
     return rms > floor
 
 
-def _spectra(
-    x: torch.Tensor, rate: int, size: int, hop: int | None = None
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Magnitudes ``[frames, bins]`` (Hann window, hop a quarter unless given), bin
-    frequencies, active mask."""
-    frames = _frames(x, size, hop or size // 4)
+def _magnitudes(frames: torch.Tensor, rate: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Magnitude spectra of ``frames`` ``[frames, size]`` (Hann window) and the bins'
+    frequencies."""
+    size = frames.shape[-1]
     window = torch.hann_window(size, dtype=torch.float32)
-    magnitude = torch.fft.rfft(frames * window).abs()
     freqs = torch.fft.rfftfreq(size, 1 / rate, dtype=torch.float32)
-    return magnitude, freqs, active_frames(frames)
+    return torch.fft.rfft(frames * window).abs(), freqs
+
+
+def _spectra(
+    x: torch.Tensor, rate: int, size: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Magnitudes ``[frames, bins]`` (Hann window, hop a quarter), bin frequencies, active mask."""
+    frames = _frames(x, size, size // 4)
+    return (*_magnitudes(frames, rate), active_frames(frames))
 
 
 def centroid_track(x: torch.Tensor, rate: int, size: int = 2048) -> torch.Tensor:
@@ -312,8 +317,9 @@ def frame_tracks(
     [440, -23, 440]
     """
     period, aperiodicity, voiced, active = _yin(x, rate, lowest, highest)
-    magnitude, freqs, _ = _spectra(x, rate, 2048, 1024)
-    level = 10 * torch.log10(_frames(x, 2048, 1024).pow(2).mean(-1) + _TINY)
+    frames = _frames(x, 2048, 1024)  # the frames _yin reads
+    magnitude, freqs = _magnitudes(frames, rate)
+    level = 10 * torch.log10(frames.pow(2).mean(-1) + _TINY)
     centroid = (magnitude @ freqs) / (magnitude.sum(-1) + _TINY)
     pitch = torch.where(voiced, rate / period, math.nan)
     return torch.stack(

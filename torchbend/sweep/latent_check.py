@@ -52,7 +52,8 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
         ties = (v[:, None] == v[None]).sum(1).double()
         return order + (ties - 1) / 2
 
-    rx, ry = ranks(x) - ranks(x).mean(), ranks(y) - ranks(y).mean()
+    rx, ry = ranks(x), ranks(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
     norm = float(rx.norm() * ry.norm())
     return float((rx * ry).sum()) / norm if norm > 0 else math.nan
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..audio.descriptors import character_and_pitch, describe, pitch_shift, pitch_track
+from ..audio.descriptors import character_and_pitch, pitch_shift, pitch_track
 from ..audio.quality import loudness_lufs, lti_residual_db
 from ..bended import BendedModule
 from ..callbacks import Mask, Noise, Permute, Roll, Scale
@@ -28,6 +28,7 @@ __all__ = [
     "judge_render",
     "moved_descriptors",
     "normalised_change",
+    "reference",
     "richness_sweep",
     "summarise",
 ]
@@ -200,6 +201,14 @@ def summarise(renders: Sequence[RichnessRender]) -> RichnessSummary:
     )
 
 
+def reference(x: torch.Tensor, rate: int) -> tuple[dict[str, float], torch.Tensor]:
+    """What :func:`judge_render` compares a render with: the descriptors of the unbent render
+    ``x`` (:func:`~torchbend.audio.descriptors.describe`) and its pitch track, from one run
+    of YIN."""
+    values, track = character_and_pitch(x, rate)
+    return {**values, "loudness_lufs": loudness_lufs(x, rate)}, track
+
+
 def judge_render(
     node: str,
     bending: str,
@@ -265,8 +274,7 @@ def richness_sweep(
         unbent = bended(x)[:, 0]
         nodes = hidden_activations(bended)
         values = bended.get_activations(*[f"^{n}$" for n in nodes], bended=False, x=x)
-    before = {name: describe(unbent[i], rate) for i, name in enumerate(names)}
-    pitches = {name: pitch_track(unbent[i], rate) for i, name in enumerate(names)}
+    references = {name: reference(unbent[i], rate) for i, name in enumerate(names)}
     renders = []
     for node in nodes:
         for label, factory in bendings.items():
@@ -275,9 +283,8 @@ def richness_sweep(
                 y = bended(x)[:, 0]
             bended.reset()
             for i, name in enumerate(names):
+                before, pitch = references[name]
                 renders.append(
-                    judge_render(
-                        node, label, name, y[i], unbent[i], before[name], rate, pitches[name]
-                    )
+                    judge_render(node, label, name, y[i], unbent[i], before, rate, pitch)
                 )
     return renders
