@@ -8,6 +8,7 @@ from collections.abc import Iterable
 __all__ = [
     "AudioError",
     "BendingError",
+    "DiscoveryError",
     "ExportError",
     "GuardError",
     "ModelError",
@@ -43,6 +44,12 @@ class SelectionError(TorchbendError, KeyError):
 
 class BendingError(TorchbendError):
     """A bending callback was misconfigured or met a target it cannot bend."""
+
+
+class DiscoveryError(TorchbendError, ValueError):
+    """A discovery (a ranking of what moves a descriptor, a steering vector, a health probe)
+    asked of something it cannot read: a node without a channel axis, sounds it cannot
+    compare, no candidate left."""
 
 
 class ExportError(TorchbendError):

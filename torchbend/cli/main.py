@@ -15,6 +15,7 @@ from .commands import (
     cmd_callbacks,
     cmd_check,
     cmd_demo,
+    cmd_discover,
     cmd_export,
     cmd_inspect,
     cmd_live,
@@ -37,6 +38,7 @@ COMMANDS = (
     cmd_models,
     cmd_studio,
     cmd_sweep,
+    cmd_discover,
 )
 """The modules of the subcommands, in the order ``torchbend --help`` lists them: each has
 ``add_parser(subparsers)`` (its options, with ``run`` as the parser's default) and

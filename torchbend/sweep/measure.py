@@ -56,6 +56,7 @@ import math
 
 import torch
 
+from ..audio.perceptual import spectral_shape
 from ..audio.quality import level_dbfs, loudness_lufs
 from ..errors import AudioError
 
@@ -134,7 +135,6 @@ DISTANCE_SIZES = (2048, 1024, 512, 256)
 :func:`torchbend.audio.quality.spectral_distance`. The largest is :data:`FRAME`, whose STFT
 the spectral shape measures share."""
 
-_TINY = 1e-30
 _LARGEST = float(torch.finfo(torch.float32).max)
 """Samples are clamped to float32's range, within which every sum and square of the measures
 stays finite in float64 (a float64 render beyond it would overflow them)."""
@@ -208,29 +208,6 @@ def _distance(spectra: dict[int, torch.Tensor]) -> float:
     return total / len(spectra)
 
 
-def _spectral_shape(magnitude: torch.Tensor, rate: int) -> tuple[float, float, float]:
-    """Energy-weighted means over STFT frames of centroid (Hz), flatness and bandwidth (Hz),
-    from a magnitude STFT ``[bins, frames]`` of :data:`FRAME` samples."""
-    magnitude = magnitude.double()
-    power = magnitude.square()
-    energy = power.sum(0)
-    total = float(energy.sum())
-    if not total > 0:
-        return 0.0, 0.0, 0.0
-    weights = energy / total
-    freqs = torch.fft.rfftfreq(FRAME, 1 / rate, dtype=torch.float64).unsqueeze(1)
-    mass = magnitude.sum(0).clamp(min=_TINY)
-    centroid = (freqs * magnitude).sum(0) / mass
-    spread = ((freqs - centroid).square() * magnitude).sum(0) / mass
-    geometric = power.clamp(min=_TINY).log().mean(0).exp()
-    flatness = geometric / power.mean(0).clamp(min=_TINY)
-    return (
-        float((weights * centroid).sum()),
-        float((weights * flatness.clamp(max=1.0)).sum()),
-        float((weights * spread.sqrt()).sum()),
-    )
-
-
 def measure(
     audio: torch.Tensor, sample_rate: int, unbent: torch.Tensor
 ) -> tuple[dict[str, float], dict[str, bool]]:
@@ -293,7 +270,8 @@ def measure(
     rms = level_dbfs(mono)
     offset = float(mono.mean())
     spectra = _spectra(mono, reference_mono)
-    centroid, flatness, bandwidth = _spectral_shape(spectra[FRAME][1], sample_rate)
+    freqs = torch.fft.rfftfreq(FRAME, 1 / sample_rate, dtype=torch.float64)
+    centroid, flatness, bandwidth = spectral_shape(spectra[FRAME][1], freqs)
     measures = {
         "loudness_lufs": max(loudness, FLOOR_DB) if math.isfinite(loudness) else FLOOR_DB,
         "peak_dbfs": _db(float(magnitude.max())),

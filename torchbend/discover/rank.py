@@ -1,0 +1,372 @@
+"""Effect maps: which channels of which activations move a descriptor, how much, how
+specifically, and against a random direction of the same size at the same node."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from ..audio.perceptual import (
+    NAMES,
+    PERCEPTIBLE,
+    check_descriptor,
+    descriptor_changes,
+    perceive,
+    shortest_sound,
+)
+from ..errors import DiscoveryError
+from .probes import PROBES, Probe, probe_batch
+
+if TYPE_CHECKING:
+    from ..bended import BendedModule
+
+__all__ = [
+    "ChannelEffect",
+    "Ranking",
+    "candidate_nodes",
+    "input_name",
+    "rank",
+    "stack_sounds",
+]
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class ChannelEffect:
+    """What probing one channel of one node does: ``changes`` maps every descriptor
+    (:data:`torchbend.audio.perceptual.NAMES`) to its signed change in perceptible steps per
+    probe (the slope between the ``+`` and ``-`` probes, averaged over the sounds);
+    ``effect`` is the ranked descriptor's, ``specificity`` its size over the largest change of
+    another quality (the bandwidth is no collateral of the brightness, nor the flatness of
+    the noisiness: :attr:`~torchbend.audio.perceptual.Descriptor.family`), ``random_ratio``
+    its size over that of a random direction of the same norm at the same node."""
+
+    node: str
+    channel: int
+    effect: float
+    specificity: float
+    random_ratio: float
+    changes: dict[str, float]
+
+
+@dataclass
+class Ranking:
+    """The channels probed, most effective first (NaN effects last), and what was measured."""
+
+    descriptor: str
+    probe: str
+    amount: float
+    sounds: list[str]
+    rows: list[ChannelEffect]
+    random: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per node, each descriptor's change (size, steps per probe) along random directions."""
+
+    def by(self, descriptor: str) -> Ranking:
+        """The same probes ranked by another descriptor (every change was measured: nothing
+        is rendered again)."""
+        check_descriptor(descriptor)
+        rows = [
+            _row(r.node, r.channel, r.changes, descriptor, self.random[r.node]) for r in self.rows
+        ]
+        return Ranking(
+            descriptor, self.probe, self.amount, self.sounds, _sort(rows), dict(self.random)
+        )
+
+    def top(self, n: int = 10) -> list[ChannelEffect]:
+        """The ``n`` most effective channels."""
+        return self.rows[:n]
+
+    def by_node(self) -> list[ChannelEffect]:
+        """The best channel of each node, in rank order."""
+        seen: set[str] = set()
+        best = []
+        for row in self.rows:
+            if row.node not in seen:
+                seen.add(row.node)
+                best.append(row)
+        return best
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One dict per row (``pandas.DataFrame(ranking.to_records())``)."""
+        return [
+            {
+                "node": r.node,
+                "channel": r.channel,
+                "effect": r.effect,
+                "specificity": r.specificity,
+                "random_ratio": r.random_ratio,
+                **{f"change_{name}": r.changes[name] for name in NAMES},
+            }
+            for r in self.rows
+        ]
+
+    def table(self, n: int = 20) -> Any:
+        """The ``n`` first rows as a :class:`~torchbend.Table`."""
+        from ..engine.tables import Table
+
+        others = [name for name in NAMES if name != self.descriptor]
+        rows = [
+            [i + 1, r.node, r.channel, _num(r.effect), _num(r.specificity), _num(r.random_ratio)]
+            + [_num(r.changes[name]) for name in others]
+            for i, r in enumerate(self.rows[:n])
+        ]
+        headers = ["rank", "node", "channel", self.descriptor, "specificity", "vs random"]
+        return Table(rows, headers + others)
+
+    def picture(self, path: str) -> None:
+        """Write a PNG: each node's best channel's change of every descriptor (nodes x
+        descriptors, steps per probe) and the ranked descriptor's change of every channel of
+        each node (nodes x channels)."""
+        from .picture import draw_ranking
+
+        nodes = [row.node for row in self.by_node()]
+        best = np.array([[abs(row.changes[n]) for n in NAMES] for row in self.by_node()])
+        width = 1 + max((row.channel for row in self.rows), default=0)
+        channels = np.full((len(nodes), width), math.nan)
+        for row in self.rows:
+            channels[nodes.index(row.node), row.channel] = row.effect
+        title = f"{self.descriptor}: change per channel (steps, {self.probe} probe)"
+        draw_ranking(nodes, best, channels, title, path)
+
+
+def _num(value: float) -> str:
+    return "nan" if math.isnan(value) else "inf" if math.isinf(value) else f"{value:.2f}"
+
+
+def stack_sounds(
+    sounds: torch.Tensor | Sequence[torch.Tensor] | Mapping[str, torch.Tensor],
+) -> tuple[list[str], torch.Tensor]:
+    """Names and a batch ``[sounds, 1, time]`` of mono sounds given as one tensor, a list or
+    a dict of them (each ``[time]`` or ``[1, time]``); they must share one length."""
+    if isinstance(sounds, torch.Tensor):
+        sounds = [sounds]
+    items = list(sounds.items()) if isinstance(sounds, Mapping) else list(enumerate(sounds))
+    if not items:
+        raise DiscoveryError("no sound given: give one or more mono tensors [time]")
+    flat = []
+    for name, x in items:
+        if not isinstance(x, torch.Tensor) or x.dim() > 2 or (x.dim() == 2 and x.shape[0] != 1):
+            shape = list(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise DiscoveryError(f"sound {name!r} must be a mono tensor [time], got {shape}")
+        flat.append(x.reshape(-1).float())
+    lengths = sorted({x.numel() for x in flat})
+    if len(lengths) > 1:
+        raise DiscoveryError(f"the sounds must share one length (cut them), got {lengths}")
+    return [str(name) for name, _ in items], torch.stack(flat)[:, None]
+
+
+def candidate_nodes(
+    bended: BendedModule, fn: str, targets: str | Sequence[str] | None, dim: int
+) -> list[str]:
+    """The activations of ``fn`` to probe: those matched by ``targets`` (regular
+    expressions), or every hidden one (not an input, not returned) with a channel axis
+    ``dim`` when ``targets`` is None. A matched node without that axis is an error."""
+    from ..sweep.richness import hidden_activations
+
+    if targets is None:
+        nodes = hidden_activations(bended, fn)
+        return [n for n in nodes if len(bended.activation_shape(n, fn)) > max(dim, 1)]
+    patterns = [targets] if isinstance(targets, str) else list(targets)
+    names = bended.activation_names(fn)
+    nodes = [n for n in names if any(re.match(p, n) for p in patterns)]
+    if not nodes:
+        raise DiscoveryError(
+            f"no activation of {fn!r} matches {patterns}; its activations are: "
+            f"{', '.join(names[:30])}{' ...' if len(names) > 30 else ''}"
+        )
+    for n in nodes:
+        shape = list(bended.activation_shape(n, fn))
+        if len(shape) <= max(dim, 1):
+            raise DiscoveryError(
+                f"activation {n!r} has shape {shape}: no channel axis {dim} to probe (probes "
+                f"need [batch, channels, ...]; give dim= for another layout)"
+            )
+    return nodes
+
+
+def input_name(bended: BendedModule, fn: str) -> str:
+    """The name of ``fn``'s first argument, which discovery feeds sounds to."""
+    method = getattr(bended.module, fn, None)
+    if method is None:
+        raise DiscoveryError(f"the model has no method {fn!r}")
+    params = list(inspect.signature(method).parameters)
+    if not params:
+        raise DiscoveryError(f"{fn!r} takes no input: discovery feeds it sounds [batch, 1, time]")
+    return params[0]
+
+
+def _restore(bended: BendedModule, config: Any) -> None:
+    bended.reset()
+    if len(config):
+        bended.bend(config)
+
+
+def rank(
+    bended: BendedModule,
+    sounds: torch.Tensor | Sequence[torch.Tensor] | Mapping[str, torch.Tensor],
+    descriptor: str = "brightness",
+    targets: str | Sequence[str] | None = None,
+    probe: str = "push",
+    amount: float = 0.5,
+    randoms: int = 8,
+    fn: str = "forward",
+    rate: int | None = None,
+    dim: int = 1,
+    seed: int = 0,
+    batch: int = 32,
+    progress: Progress | None = None,
+) -> Ranking:
+    """Rank the channels of ``bended``'s activations by how much they move ``descriptor``.
+
+    Each channel of each candidate node is probed (``probe``, :data:`PROBES`) by ``+amount``
+    and by ``-amount``, on every sound, on top of the bendings already set; each render is
+    described (:func:`~torchbend.audio.perceptual.perceive`) and compared with the render
+    without the probe, in perceptible steps (:data:`~torchbend.audio.perceptual.PERCEPTIBLE`).
+    A channel's change of a descriptor is the slope between its two probes, averaged over
+    the sounds. At each node, ``randoms`` random directions over the channels (seeded) with
+    the norm of a push (``amount`` times the node's RMS) are probed the same way: a channel
+    that matters moves the descriptor far more than such a direction does.
+
+    Renders run in batches of about ``batch`` items (probes times sounds); the cost grows
+    with nodes x channels x sounds. The model runs offline, as ``fn`` is called (its
+    streaming state, if any, is not what it should carry).
+
+    Args:
+        bended: the model, traced for ``fn`` or tracable on the sounds (its first argument).
+        sounds: mono sounds of one length (a tensor ``[time]``, a list or a dict by name).
+        descriptor: what to rank by (:data:`~torchbend.audio.perceptual.NAMES`).
+        targets: regular expressions of the activations to probe (default: every hidden
+            activation with a channel axis).
+        probe: ``"push"`` (add ``amount`` x the node's RMS to a channel) or ``"scale"``
+            (multiply a channel by ``1 + amount``).
+        amount: the probe's size.
+        randoms: random directions per node (the control).
+        fn: the method probed.
+        rate: the sounds' sample rate (default: ``bended.sample_rate``).
+        dim: the channel axis of the activations.
+        seed: seeds the random directions.
+        batch: items per call.
+        progress: called with ``(nodes done, nodes, node)`` after each node.
+
+    Raises:
+        DiscoveryError: an unknown descriptor or probe, sounds of several lengths or too
+            short, a target without a channel axis, no target matched.
+    """
+    check_descriptor(descriptor)
+    if probe not in PROBES:
+        raise DiscoveryError(f"unknown probe {probe!r}: choose one of {', '.join(PROBES)}")
+    if not amount > 0 or randoms < 1 or batch < 2:
+        raise DiscoveryError(
+            f"amount must be positive, randoms and batch at least 1 and 2: got amount={amount}, "
+            f"randoms={randoms}, batch={batch}"
+        )
+    names, x = stack_sounds(sounds)
+    rate = int(rate or bended.sample_rate or 0)
+    if rate <= 0:
+        raise DiscoveryError("the sounds' sample rate is unknown: give rate= (in Hz)")
+    if x.shape[-1] < shortest_sound(rate):
+        raise DiscoveryError(
+            f"sounds of {x.shape[-1]} samples are too short to describe: give at least "
+            f"{shortest_sound(rate)} samples at {rate} Hz"
+        )
+    inputs: dict[str, Any] = {input_name(bended, fn): x}
+    if fn not in bended.traced_methods:
+        bended.trace(fn, **inputs)
+    nodes = candidate_nodes(bended, fn, targets, dim)
+    if not nodes:
+        raise DiscoveryError(f"{fn!r} has no hidden activation with a channel axis {dim}")
+    with torch.inference_mode():
+        reference = bended.call(fn, x)
+        values = bended.get_activations(*[f"^{re.escape(n)}$" for n in nodes], fn=fn, **inputs)
+    before = [perceive(reference[i], rate) for i in range(len(names))]
+    config = bended.bending_config()
+    generator = torch.Generator().manual_seed(seed)
+    ranking = Ranking(descriptor, probe, amount, names, [])
+    try:
+        for k, node in enumerate(nodes):
+            activation = values[node].float()
+            width = activation.shape[dim]
+            rms = float(activation.square().mean().sqrt())
+            gains, offsets = probe_batch(probe, list(range(width)), width, amount, rms)
+            directions = torch.randn(randoms, width, generator=generator)
+            directions = directions / directions.norm(dim=1, keepdim=True)
+            pushes = torch.stack([directions, -directions], 1).reshape(-1, width)
+            gains = torch.cat([gains, torch.zeros_like(pushes)])
+            offsets = torch.cat([offsets, amount * rms * pushes])
+            probes = (node, gains, offsets, dim)
+            slopes = _slopes(bended, fn, probes, x, before, rate, batch, config)
+            ranking.random[node] = {
+                name: float(slopes[width:, i].abs().nanmean()) for i, name in enumerate(NAMES)
+            }
+            for channel in range(width):
+                changes = {name: float(slopes[channel, i]) for i, name in enumerate(NAMES)}
+                ranking.rows.append(_row(node, channel, changes, descriptor, ranking.random[node]))
+            if progress is not None:
+                progress(k + 1, len(nodes), node)
+    finally:
+        _restore(bended, config)
+    ranking.rows = _sort(ranking.rows)
+    return ranking
+
+
+def _slopes(
+    bended: BendedModule,
+    fn: str,
+    probes: tuple[str, torch.Tensor, torch.Tensor, int],
+    x: torch.Tensor,
+    before: list[dict[str, float]],
+    rate: int,
+    batch: int,
+    config: Any,
+) -> torch.Tensor:
+    """``[probes / 2, descriptors]``: each pair of ``probes`` (node, gains, offsets, channel
+    axis) slope, averaged over the sounds; the bendings of ``config`` stay set."""
+    node, gains, offsets, dim = probes
+    count = len(before)
+    pairs = max(1, batch // (2 * count))
+    changes = torch.full((gains.shape[0], count, len(NAMES)), math.nan, dtype=torch.float64)
+    for start in range(0, gains.shape[0], 2 * pairs):
+        part = slice(start, start + 2 * pairs)
+        g = gains[part].repeat_interleave(count, 0)
+        o = offsets[part].repeat_interleave(count, 0)
+        bended.bend(Probe(g, o, dim), f"^{re.escape(node)}$", fn=fn)
+        try:
+            with torch.inference_mode():
+                y = bended.call(fn, x.repeat(g.shape[0] // count, 1, 1))
+        finally:
+            _restore(bended, config)
+        for item in range(y.shape[0]):
+            after = perceive(y[item], rate)
+            moved = descriptor_changes(before[item % count], after)
+            changes[start + item // count, item % count] = torch.tensor([moved[n] for n in NAMES])
+    slopes = (changes[0::2] - changes[1::2]) / 2
+    return slopes.nanmean(1)
+
+
+def _row(
+    node: str, channel: int, changes: dict[str, float], descriptor: str, random: dict[str, float]
+) -> ChannelEffect:
+    effect = changes[descriptor]
+    quality = PERCEPTIBLE[descriptor].quality
+    others = [
+        abs(v)
+        for k, v in changes.items()
+        if PERCEPTIBLE[k].quality != quality and not math.isnan(v)
+    ]
+    largest = max(others, default=0.0)
+    specificity = abs(effect) / largest if largest > 0 else math.inf
+    control = random[descriptor]
+    ratio = abs(effect) / control if control > 0 else math.inf
+    return ChannelEffect(node, channel, effect, specificity, ratio, changes)
+
+
+def _sort(rows: list[ChannelEffect]) -> list[ChannelEffect]:
+    return sorted(rows, key=lambda r: -abs(r.effect) if not math.isnan(r.effect) else math.inf)
