@@ -1,6 +1,6 @@
 """torchbend: trace, inspect and bend the weights and activations of PyTorch modules."""
 
-from . import audio, export, models, sweep
+from . import audio, discover, export, models, sweep
 from .bended import ActivationInfo, BendedModule, Bending
 from .callbacks import (
     Ablate,
@@ -125,6 +125,7 @@ __all__ = [
     "__version__",
     "audio",
     "callback_from_name",
+    "discover",
     "export",
     "load_callbacks",
     "models",
