@@ -49,8 +49,7 @@ def draw_health(report: HealthReport, path: Path, title: str) -> None:
     height = max(3.0, 0.28 * len(rows) + 1.6)
     fig, axes = plt.subplots(1, 3, figsize=(9, height), sharey=True)
     for ax, (label, values, cmap, low, high) in zip(axes, columns):
-        colours = plt.get_cmap(cmap).copy()
-        colours.set_bad("#cccccc")
+        colours = plt.get_cmap(cmap).with_extremes(bad="#cccccc")
         shown = np.clip(values, low, high)  # -inf dB (silenced) takes the end colour
         image = ax.imshow(
             np.ma.masked_invalid(shown)[:, None], aspect="auto", cmap=colours, vmin=low, vmax=high
