@@ -93,7 +93,8 @@ def test_dead_fraction_of_a_channel_mask_and_of_constant_channels(x):
     assert row.unbent.dead == 0.0 and row.bended.dead == zeroed / 8
     # Three channels made constant (non-zero) are dead too: they carry nothing.
     bended.reset()
-    bended.bend(tb.Lambda(lambda a: torch.cat([a[:, :5], torch.full_like(a[:, 5:], 0.3)], 1)), "_1$")
+    constant = tb.Lambda(lambda a: torch.cat([a[:, :5], torch.full_like(a[:, 5:], 0.3)], 1))
+    bended.bend(constant, "_1$")
     row = health(bended, x, nodes="_1$").rows[0]
     assert row.bended is not None and row.bended.dead == 3 / 8
 

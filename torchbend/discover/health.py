@@ -3,9 +3,8 @@ bending that made a render silent, NaN or exploded."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -14,91 +13,9 @@ import torch
 from ..bended import BendedModule
 from ..engine.tables import Table
 from ..errors import SelectionError
+from .health_stats import HealthRow, RunStats, first_problem, growth, run_stats
 
-__all__ = [
-    "DEAD_STD",
-    "EXPLODED_DB",
-    "SILENT_RATIO",
-    "HealthReport",
-    "HealthRow",
-    "RunStats",
-    "health",
-    "run_stats",
-]
-
-DEAD_STD = 1e-7
-"""A channel is dead when its std is below this times the unbent node's std (or it is all 0)."""
-SILENT_RATIO = 1e-6
-"""A bent node is silent when its RMS is below this times the unbent node's RMS."""
-EXPLODED_DB = 40.0
-"""A bent node has exploded when its RMS grew by more than this many dB over the unbent one."""
-
-
-@dataclass(frozen=True)
-class RunStats:
-    """What one run gave at one node. Mean, std and RMS are over the finite values only, so
-    that one NaN does not hide the rest; ``nans`` and ``infs`` count the others."""
-
-    mean: float
-    """Mean of the finite values (NaN if there are none)."""
-    std: float
-    """Standard deviation (population) of the finite values."""
-    rms: float
-    """Root mean square of the finite values."""
-    nans: int
-    """How many values are NaN."""
-    infs: int
-    """How many values are infinite (either sign)."""
-    size: int
-    """How many values the node holds."""
-    dead: float | None
-    """Fraction of dead channels (axis 1), or ``None`` for a node without a channel axis."""
-
-
-@dataclass(frozen=True)
-class HealthRow:
-    """One node: its unbent and bent statistics side by side, and how its RMS grew."""
-
-    node: str
-    """Graph node name (what ``bend`` patterns match)."""
-    shape: tuple[int, ...] | None
-    """Shape of the bent value (``None`` if it is not a tensor)."""
-    bent: str
-    """What is bent at this node: ``"activation"``, ``"weight"`` (a weight of the module the
-    node calls), both, or ``""``."""
-    unbent: RunStats | None
-    """The unbent run's statistics (``None`` if the value is not a tensor)."""
-    bended: RunStats | None
-    """The bent run's statistics (``None`` if the value is not a tensor)."""
-    growth: float | None
-    """Bent RMS / unbent RMS (1 where both are 0, ``inf`` where only the unbent one is)."""
-
-    @property
-    def growth_db(self) -> float | None:
-        """``growth`` in dB (``20 log10``; ``-inf`` for a silenced node)."""
-        if self.growth is None:
-            return None
-        return 20 * math.log10(self.growth) if self.growth > 0 else -math.inf
-
-    @property
-    def problem(self) -> str | None:
-        """``"NaN"`` or ``"Inf"`` (more of them bent than unbent), ``"silent"`` (bent RMS below
-        :data:`SILENT_RATIO` times the unbent one), ``"exploded"`` (growth above
-        :data:`EXPLODED_DB`), or ``None``."""
-        a, b = self.unbent, self.bended
-        if a is None or b is None:
-            return None
-        if b.nans > a.nans:
-            return "NaN"
-        if b.infs > a.infs:
-            return "Inf"
-        if a.rms > 0 and b.rms < SILENT_RATIO * a.rms:
-            return "silent"
-        db = self.growth_db
-        if db is not None and db > EXPLODED_DB:
-            return "exploded"
-        return None
-
+__all__ = ["HealthReport", "health"]
 
 HEADERS = [
     "node",
@@ -127,7 +44,7 @@ class HealthReport:
     def first_problem(self) -> HealthRow | None:
         """The first node, in graph order, where the bent run turns NaN or Inf, silent or
         explodes (see :attr:`HealthRow.problem`): the one to blame; ``None`` if none does."""
-        return next((row for row in self.rows if row.problem is not None), None)
+        return first_problem(self.rows)
 
     def table(self) -> Table:
         """The rows as a :class:`~torchbend.Table` (unbent, then bent, column by column)."""
@@ -154,7 +71,7 @@ class HealthReport:
         from .health_picture import draw_health
 
         path = Path(path)
-        draw_health(self, path, title or f"health of {self.fn}: bent against unbent")
+        draw_health(self.rows, path, title or f"health of {self.fn}: bent against unbent")
         return path
 
     def __repr__(self) -> str:
@@ -217,53 +134,13 @@ def health(
     return HealthReport(fn, rows)
 
 
-def run_stats(value: torch.Tensor, reference_std: float | None = None) -> RunStats:
-    """The statistics of one tensor; channels are dead against ``reference_std`` (the unbent
-    node's std, see :func:`health`; the tensor's own std if ``None``)."""
-    x = value.detach()
-    x = x.abs() if x.is_complex() else x
-    x = x.to(torch.float64)
-    finite = x[torch.isfinite(x)]
-    n = finite.numel()
-    mean = finite.mean().item() if n else math.nan
-    std = finite.std(correction=0).item() if n else math.nan
-    rms = finite.square().mean().sqrt().item() if n else math.nan
-    if reference_std is None:
-        reference_std = std
-    return RunStats(
-        mean=mean,
-        std=std,
-        rms=rms,
-        nans=int(torch.isnan(x).sum()),
-        infs=int(torch.isinf(x).sum()),
-        size=x.numel(),
-        dead=_dead_fraction(x, reference_std),
-    )
-
-
-def _dead_fraction(x: torch.Tensor, reference_std: float) -> float | None:
-    if x.dim() < 2 or x.shape[1] == 0:
-        return None
-    channels = x.transpose(0, 1).reshape(x.shape[1], -1)
-    dead = (channels == 0).all(1)
-    if channels.shape[1] > 1:
-        dead |= channels.std(1, correction=0) < DEAD_STD * reference_std
-    return float(dead.double().mean())
-
-
 def _row(name: str, clean: Any, bent: Any, where: str) -> HealthRow:
     if not isinstance(bent, torch.Tensor) or not isinstance(clean, torch.Tensor):
         shape = tuple(bent.shape) if isinstance(bent, torch.Tensor) else None
         return HealthRow(name, shape, where, None, None, None)
     reference = run_stats(clean)
     stats = run_stats(bent, reference.std)
-    return HealthRow(name, tuple(bent.shape), where, reference, stats, _growth(reference, stats))
-
-
-def _growth(unbent: RunStats, bent: RunStats) -> float:
-    if unbent.rms == 0:
-        return 1.0 if bent.rms == 0 else math.inf
-    return bent.rms / unbent.rms
+    return HealthRow(name, tuple(bent.shape), where, reference, stats, growth(reference, stats))
 
 
 def _bent_nodes(bended: BendedModule, fn: str) -> dict[str, str]:

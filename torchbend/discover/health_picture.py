@@ -4,13 +4,12 @@ matplotlib as the atlas is."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .health import HealthReport
+from .health_stats import HealthRow, first_problem
 
 __all__ = ["draw_health"]
 
@@ -18,8 +17,8 @@ GROWTH_SPAN_DB = 60.0
 """Growth is coloured from -60 dB (blue) to +60 dB (red); beyond, it takes the end colour."""
 
 
-def draw_health(report: HealthReport, path: Path, title: str) -> None:
-    """Draw ``report`` into ``path`` (a PNG): one row a node, in graph order, and three
+def draw_health(rows: Sequence[HealthRow], path: Path, title: str) -> None:
+    """Draw ``rows`` into ``path`` (a PNG): one row a node, in graph order, and three
     columns: growth in dB, the bent run's dead-channel fraction and its NaN/Inf fraction;
     cells that do not apply are grey, the first problem's name is red."""
     try:
@@ -32,7 +31,6 @@ def draw_health(report: HealthReport, path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = report.rows
     decibels, dead, broken = (np.full(len(rows), np.nan) for _ in range(3))
     for i, row in enumerate(rows):
         if row.growth_db is not None:
@@ -65,7 +63,7 @@ def draw_health(report: HealthReport, path: Path, title: str) -> None:
                     colour = "white" if dark else "black"
                     ax.text(0, i, text, ha="center", va="center", fontsize=7, color=colour)
     axes[0].set_yticks(range(len(rows)), [row.node for row in rows], fontsize=8)
-    first = report.first_problem()
+    first = first_problem(rows)
     for tick, row in zip(axes[0].get_yticklabels(), rows):
         if row is first:
             tick.set_color("#d62728")
