@@ -174,3 +174,17 @@ def test_tiny_ddsp_names_a_silenced_decoder_activation():
     bended.bend(tb.Scale(0.0), "decoder_2$")
     first = health(bended, excerpt).first_problem()
     assert first is not None and (first.node, first.problem) == ("decoder_2", "silent")
+
+
+def test_a_streaming_model_starts_both_runs_from_the_same_state():
+    from torchbend.audio.stream import reset_cache
+
+    model = tb.models.load("tiny_rave").set_streaming(True)
+    x = torch.randn(1, 1, 2048, generator=torch.Generator().manual_seed(2)) * 0.1
+    bended = tb.BendedModule(model)
+    bended.trace(x=x)
+    reset_cache(model)
+    carried = health(bended, x)  # the second run goes on from the first one's caches
+    assert any(r.growth_db != 0.0 for r in carried.rows)
+    report = health(bended, x, reset=lambda: reset_cache(model))
+    assert all(r.growth_db == 0.0 for r in report.rows) and report.first_problem() is None

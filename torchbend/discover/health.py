@@ -3,7 +3,7 @@ bending that made a render silent, NaN or exploded."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -84,7 +84,11 @@ _STAT_FIELDS = list(RunStats.__dataclass_fields__)
 
 
 def health(
-    bended: BendedModule, *inputs: Any, fn: str = "forward", nodes: str | None = None
+    bended: BendedModule,
+    *inputs: Any,
+    fn: str = "forward",
+    nodes: str | None = None,
+    reset: Callable[[], object] | None = None,
 ) -> HealthReport:
     """Run method ``fn`` of ``bended`` on ``inputs`` unbent and bent, and compare every
     activation (or those ``nodes`` matches) of the two runs.
@@ -105,9 +109,16 @@ def health(
         inputs: the arguments of ``fn``, in order (e.g. the audio ``[batch, channels, time]``).
         fn: the method to run.
         nodes: a pattern (``re.match``, as ``bend`` takes) choosing the nodes; all by default.
+        reset: called before each of the two runs, so that a model that keeps state between
+            calls starts both from the same one (``lambda: tb.audio.stream.reset_cache(m)``).
 
     Returns:
         HealthReport: one row per node, in graph order.
+
+    Notes:
+        A model in streaming mode carries its caches from one call to the next: without
+        ``reset`` the bent run would start where the unbent run left off, and differ from it
+        even with no bending.
 
     Example:
         >>> import torch, torchbend as tb
@@ -127,7 +138,11 @@ def health(
     named = bended.view().signature(fn).bind(inputs, {})
     patterns = [".*" if nodes is None else nodes]
     with torch.no_grad():
+        if reset is not None:
+            reset()
         clean = bended.get_activations(*patterns, fn=fn, bended=False, **named)
+        if reset is not None:
+            reset()
         bent = bended.get_activations(*patterns, fn=fn, **named)
     where = _bent_nodes(bended, fn)
     rows = [_row(name, clean.get(name), value, where.get(name, "")) for name, value in bent.items()]
