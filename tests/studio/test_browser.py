@@ -184,6 +184,7 @@ def test_look_tables_statistics_flow_and_undo(page: Any, studio: Studio) -> None
     shown = p.inner_text("#node-info")
     stats = studio.activation_stats("encoder_0", None)
     assert f"{stats['std']:.3g}"[:4] in shown or str(stats["shape"][1]) in shown
+    assert "+0.0 dB" in shown and "0.00 → 0.00" in shown  # its health: unbent, so bent = unbent
     assert p.get_attribute("#node-picture", "data-rows") == "64"
 
     p.click("#tab-activations")

@@ -176,6 +176,31 @@ def test_activation_statistics_are_taken_bent(client: Client) -> None:
     assert plain["std"] > 0 and bent["std"] == 0.0 and bent["max"] == 0.0
 
 
+def test_an_activation_panel_gives_its_health_against_the_unbent_run(
+    client: Client, studio: Studio
+) -> None:
+    from torchbend.audio.stream import reset_cache
+
+    plain = client.ok("GET", "/api/stats/activation?name=encoder_1")["health"]
+    assert plain["problem"] is None and plain["growth_db"] == 0.0 and plain["growth"] == "+0.0 dB"
+    assert plain["unbent"] == plain["bended"] and plain["bended"]["dead"] == 0.0
+    client.ok(
+        "POST",
+        "/api/bendings",
+        {"callback": {"class": "Scale", "args": {"scale": 0.0}}, "patterns": ["encoder_1"]},
+    )
+    bent = client.ok("GET", "/api/stats/activation?name=encoder_1")["health"]
+    assert bent["problem"] == "silent" and bent["growth"] == "-inf dB" and bent["bent"]
+    assert bent["bended"]["rms"] == 0.0 and bent["bended"]["dead"] == 1.0
+    # What Python's probe gives on the sound's first block, both runs from a clean state.
+    model = studio.bended.module
+    first = studio.library.get(studio.current).audio[None, :, :8192]
+    row = tb.discover.health(
+        studio.bended, first, nodes="encoder_1$", reset=lambda: reset_cache(model)
+    ).rows[0]
+    assert row.unbent is not None and bent["unbent"]["rms"] == pytest.approx(row.unbent.rms)
+
+
 def test_weight_statistics(client: Client, studio: Studio) -> None:
     got = client.ok("GET", "/api/stats/weight?name=encoder.0.weight")
     w = studio.bended.weight("encoder.0.weight")

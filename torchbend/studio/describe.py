@@ -4,6 +4,7 @@ of a weight or an activation, and the registry's callbacks as forms. Plain JSON-
 from __future__ import annotations
 
 import base64
+import dataclasses
 import inspect
 import math
 import re
@@ -15,6 +16,7 @@ from ..bended import BendedModule
 from ..callbacks.argument import NO_NEUTRAL, declared
 from ..callbacks.base import BendingCallback
 from ..callbacks.registry import CALLBACKS
+from ..discover.health_stats import HealthRow
 from ..engine.selection import filter_names
 from ..errors import StudioError, did_you_mean
 from ..tracing.facts import describe_fact
@@ -25,6 +27,7 @@ __all__ = [
     "activation_rows",
     "callback_forms",
     "graph_json",
+    "health_json",
     "pattern",
     "picture",
     "statistics",
@@ -228,6 +231,21 @@ def statistics(name: str, kind: str, x: torch.Tensor) -> dict[str, Any]:
         "nonfinite": int((~torch.isfinite(x.detach())).sum()),
         # a weight: its outputs down, everything each output reads across
         "picture": picture(x.reshape(x.shape[0], -1) if kind == "weight" and x.dim() > 1 else x),
+    }
+
+
+def health_json(row: HealthRow) -> dict[str, Any]:
+    """A node's health, the bent run against the unbent one (``tb.discover.health``): its
+    growth in dB (as text too, since JSON has no infinity), each run's mean, std, RMS, NaN and
+    Inf counts and dead-channel fraction, and the problem it shows (``None`` if none)."""
+    db = row.growth_db
+    return {
+        "growth_db": db,
+        "growth": "" if db is None else f"{db:+.1f} dB",
+        "problem": row.problem,
+        "bent": row.bent,
+        "unbent": None if row.unbent is None else dataclasses.asdict(row.unbent),
+        "bended": None if row.bended is None else dataclasses.asdict(row.bended),
     }
 
 

@@ -34,6 +34,8 @@ from ..audio.safety import FILE_CEILING, Safety
 from ..audio.safety_stats import SafetyStats
 from ..audio.stream import reset_cache
 from ..bended import BendedModule
+from ..discover.health import health
+from ..discover.health_stats import HealthRow
 from ..engine.tables import latent_names
 from ..errors import StudioError, TorchbendError, did_you_mean
 from ..sweep.jobs import encode
@@ -216,12 +218,27 @@ class Studio:
                         value = self.bended.get_activations(pattern, fn=fn, **inputs)[name]
                 else:
                     value = self._streamed_activation(pattern, name, fn, argument, audio)
+                row = self._health(pattern, fn, audio)
             except TorchbendError as e:
                 raise StudioError(f"statistics of {name}: {e}", 422) from None
             stats = describe.statistics(name, "activation", value)
+            stats["health"] = describe.health_json(row)
             stats["sound"] = sound.id
             stats["seconds"] = round(length / self.sample_rate, 3)
             return stats
+
+    def _health(self, pattern: str, fn: str, audio: torch.Tensor) -> HealthRow:
+        """The health of one node (bent against unbent) on ``audio``, in one pass: the first
+        block, both runs from a clean state, for a model that streams."""
+        if self.block_size is None:
+            report = health(self.bended, padded(audio, self.ratio), fn=fn, nodes=pattern)
+            return report.rows[0]
+        first = audio[:, : self.block_size]
+        x = torch.nn.functional.pad(first, (0, self.block_size - first.shape[-1]))[None]
+        module = self.bended.module
+        report = health(self.bended, x, fn=fn, nodes=pattern, reset=lambda: reset_cache(module))
+        reset_cache(module)
+        return report.rows[0]
 
     def _streamed_activation(
         self, pattern: str, name: str, fn: str, argument: str, audio: torch.Tensor

@@ -587,12 +587,26 @@ function renderNodeInfo(kind, name, node, st, problem) {
     rows.push(["shape", fmtShape(st.shape)]);
     for (const k of ["mean", "std", "min", "max"]) rows.push([k, fmtNum(st[k])]);
     if (st.sound) rows.push(["sound", st.sound]);
+    if (st.health) rows.push(...healthRows(st.health));
   }
   const dl = el("dl", { class: "stats" });
   for (const [k, v] of rows) dl.append(el("dt", { text: k }), el("dd", { text: String(v), dataset: { stat: k } }));
   const children = [dl];
   if (problem) children.push(el("p", { class: "field-error", text: problem }));
   $("#node-info").replaceChildren(...children);
+}
+
+// The node's health: the bent run against the unbent one (tb.discover.health).
+function healthRows(h) {
+  const a = h.unbent, b = h.bended;
+  if (!a || !b) return [];
+  const dead = (d) => (d === null || d === undefined ? "—" : d.toFixed(2));
+  return [
+    ["growth", h.growth],
+    ["dead (unbent → bent)", `${dead(a.dead)} → ${dead(b.dead)}`],
+    ["NaN/Inf (bent)", `${b.nans}/${b.infs}`],
+    ["health", h.problem || "ok"],
+  ];
 }
 
 function clearPicture() {
