@@ -17,6 +17,7 @@ __all__ = [
     "NAMES",
     "PERCEPTIBLE",
     "Descriptor",
+    "change",
     "check_descriptor",
     "descriptor_changes",
     "perceive",
@@ -171,24 +172,26 @@ def perceive(x: torch.Tensor, rate: int) -> dict[str, float]:
     }
 
 
+def change(name: str, before: float, after: float) -> float:
+    """The signed change of descriptor ``name`` from value ``before`` to value ``after`` (in
+    its unit, as :func:`perceive` gives them), in perceptible steps: +1 is one step more of
+    the name (louder, brighter, a semitone higher, noisier...). NaN where either value is
+    undefined, 0 where both are the same (an onset rate of 0 that stays 0)."""
+    d = PERCEPTIBLE[name]
+    low, high = d.bounds
+    a, b = min(max(before, low), high), min(max(after, low), high)
+    if a == b:
+        return 0.0
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return math.nan
+    if d.kind == "difference":
+        return d.sign * (b - a) / d.step
+    if d.kind == "semitones":
+        return 12 * math.log2(max(b, 1e-9) / max(a, 1e-9)) / d.step
+    return d.sign * math.log(max(b, 1e-12) / max(a, 1e-12)) / math.log(1 + d.step)
+
+
 def descriptor_changes(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
-    """The signed change of each descriptor from ``before`` to ``after`` (dicts of
-    :func:`perceive`), in perceptible steps: +1 is one step more of the name (louder,
-    brighter, a semitone higher, noisier...). NaN where either value is undefined, 0 where
-    both are the same (an onset rate of 0 that stays 0)."""
-    changes = {}
-    for name, d in PERCEPTIBLE.items():
-        low, high = d.bounds
-        a, b = min(max(before[name], low), high), min(max(after[name], low), high)
-        if a == b:
-            changes[name] = 0.0
-        elif not (math.isfinite(a) and math.isfinite(b)):
-            changes[name] = math.nan
-        elif d.kind == "difference":
-            changes[name] = d.sign * (b - a) / d.step
-        elif d.kind == "semitones":
-            changes[name] = 12 * math.log2(max(b, 1e-9) / max(a, 1e-9)) / d.step
-        else:
-            ratio = math.log(max(b, 1e-12) / max(a, 1e-12))
-            changes[name] = d.sign * ratio / math.log(1 + d.step)
-    return changes
+    """:func:`change` of every descriptor from ``before`` to ``after`` (dicts of
+    :func:`perceive`)."""
+    return {name: change(name, before[name], after[name]) for name in NAMES}

@@ -33,6 +33,7 @@ __all__ = [
     "candidate_nodes",
     "input_name",
     "rank",
+    "restore",
     "stack_sounds",
 ]
 
@@ -203,7 +204,8 @@ def input_name(bended: BendedModule, fn: str) -> str:
     return params[0]
 
 
-def _restore(bended: BendedModule, config: Any) -> None:
+def restore(bended: BendedModule, config: Any) -> None:
+    """Set ``bended``'s bendings back to ``config`` (what ``bending_config()`` gave)."""
     bended.reset()
     if len(config):
         bended.bend(config)
@@ -312,7 +314,7 @@ def rank(
             if progress is not None:
                 progress(k + 1, len(nodes), node)
     finally:
-        _restore(bended, config)
+        restore(bended, config)
     ranking.rows = _sort(ranking.rows)
     return ranking
 
@@ -342,7 +344,7 @@ def _slopes(
             with torch.inference_mode():
                 y = bended.call(fn, x.repeat(g.shape[0] // count, 1, 1))
         finally:
-            _restore(bended, config)
+            restore(bended, config)
         for item in range(y.shape[0]):
             after = perceive(y[item], rate)
             moved = descriptor_changes(before[item % count], after)
