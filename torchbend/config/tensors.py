@@ -24,7 +24,7 @@ DTYPES: dict[str, torch.dtype] = {
 }
 """The dtypes a tensor argument may have, by the name the file writes."""
 
-SIDE_FILE = re.compile(r"[^/\\]+\.safetensors\Z")
+SIDE_FILE = re.compile(r"^[^/\\]+\.safetensors\Z")
 """A side file's name: a plain file name (no folder, so that it is beside the configuration)."""
 
 
