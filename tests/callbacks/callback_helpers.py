@@ -89,6 +89,7 @@ EXAMPLES: dict[str, Callable[[], dict[str, Any]]] = {
     "Snapshot": lambda: dict(amount=0.5, saved={ACT: signed_randn(1, 4, 12) + 1.0}),
     "SoftClip": lambda: dict(drive=2.0),
     "Spread": lambda: dict(amount=0.5),
+    "Steer": lambda: dict(vector=signed_randn(4), strength=0.5, dim=-2, rms=2.0),
     "Tanh": lambda: dict(active=True),
     "Threshold": lambda: dict(value=0.5),
     "ThresholdActivation": lambda: dict(keep=0.5, dim=-2),

@@ -16,6 +16,7 @@ from .noise import Noise, Normal
 from .permute import Permute
 from .rewire import Rewire
 from .snapshot import Snapshot
+from .steer import Steer
 from .threshold import Threshold, ThresholdActivation
 from .time import Reverse, Unphase
 
@@ -51,6 +52,7 @@ __all__ = [
     "Snapshot",
     "SoftClip",
     "Spread",
+    "Steer",
     "Tanh",
     "Threshold",
     "ThresholdActivation",

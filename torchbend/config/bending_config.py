@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import inspect
 import json
-import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..callbacks.base import BendingCallback, Chain
+from ..callbacks.base import BendingCallback
 from ..callbacks.bend_options import Guard, Subset, Window
-from ..controls import BendingParameter, ControlView, Widget, control_of, is_control
-from ..errors import BendingError, did_you_mean
+from ..controls import BendingParameter, Widget, control_of, is_control
+from ..errors import BendingError
+from .callback_codec import callback_dict, callback_from_dict, decode, encode
 from .schema import FORMAT, VERSION, check
+from .tensors import SideFile
 from .validate import parse
 
 __all__ = ["BendingConfig", "ConfigItem"]
@@ -111,7 +111,10 @@ class BendingConfig:
     # -- serialisation ---------------------------------------------------------------------------
 
     def to_dict(self, keys: bool = True) -> dict[str, Any]:
-        """A JSON-able description of the configuration."""
+        """A JSON-able description of the configuration (tensor arguments as numbers)."""
+        return self._described(keys, None)
+
+    def _described(self, keys: bool, side: SideFile | None) -> dict[str, Any]:
         controls = self.controls()
         names = [c.name for c in controls]
         duplicated = {n for n in names if names.count(n) > 1}
@@ -124,10 +127,10 @@ class BendingConfig:
             **({"aliases": dict(self.aliases)} if self.aliases else {}),
             "bendings": [
                 {
-                    "callback": _callback_dict(item.callback),
+                    "callback": callback_dict(item.callback, side),
                     "patterns": list(item.patterns),
                     "fn": list(item.fn) if isinstance(item.fn, tuple) else item.fn,
-                    **_options_dict(item.options),
+                    **_options_dict(item.options, side),
                     **({"keys": list(item.keys)} if keys else {}),
                 }
                 for item in self.items
@@ -135,8 +138,14 @@ class BendingConfig:
         }
 
     def save(self, path: str | Path) -> None:
-        """Write the configuration to ``path`` as JSON."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        """Write the configuration to ``path`` as JSON; a tensor argument of more than
+        :data:`~torchbend.config.tensors.INLINE_MAX` numbers goes to a safetensors file beside
+        it, named after it (``bends.json``: ``bends.safetensors``), which the JSON names."""
+        path = Path(path)
+        side = SideFile(path)
+        text = json.dumps(self._described(True, side), indent=2) + "\n"
+        side.write()
+        path.write_text(text)
 
     @classmethod
     def from_dict(
@@ -144,6 +153,7 @@ class BendingConfig:
         data: dict[str, Any],
         source: str = "the configuration",
         allow: Iterable[str] = (),
+        folder: str | Path | None = None,
     ) -> BendingConfig:
         """The configuration ``data`` holds (what :meth:`to_dict` gives).
 
@@ -155,7 +165,8 @@ class BendingConfig:
         Callback classes are found by name among torchbend's own and in modules already
         imported (your own, or files loaded with :func:`torchbend.load_callbacks`); a module
         that is not is imported only if ``allow`` names it: a configuration never makes
-        torchbend import, and so run, code it names.
+        torchbend import, and so run, code it names. Tensors kept in a side file are read
+        from ``folder`` (:meth:`load` gives the file's); with ``None``, they are refused.
         """
         if isinstance(allow, str):
             raise BendingError(
@@ -163,6 +174,7 @@ class BendingConfig:
                 f"allow=[{allow!r}]"
             )
         allowed = frozenset(allow)
+        side = None if folder is None else Path(folder)
         check(data, source)
         controls = {}
         for i, c in enumerate(data.get("controls", [])):
@@ -173,7 +185,7 @@ class BendingConfig:
         items = []
         for i, b in enumerate(data["bendings"]):
             where = f"{source}, bending {i}"
-            callback = _callback_from_dict(b["callback"], controls, where, allowed)
+            callback = callback_from_dict(b["callback"], controls, where, allowed, side)
             fn = b.get("fn")
             items.append(
                 ConfigItem(
@@ -201,7 +213,7 @@ class BendingConfig:
         except OSError as e:
             raise BendingError(f"cannot read the bending configuration {path}: {e}") from None
         data = parse(text, str(path))
-        return cls.from_dict(data, source=str(path), allow=allow)
+        return cls.from_dict(data, source=str(path), allow=allow, folder=path.parent)
 
 
 def _control_dict(c: BendingParameter) -> dict[str, Any]:
@@ -229,55 +241,6 @@ def _control_from_dict(d: dict[str, Any]) -> BendingParameter:
     )
 
 
-def _class_name(cb: BendingCallback) -> str:
-    from .. import callbacks
-
-    cls = type(cb)
-    if getattr(callbacks, cls.__name__, None) is cls:
-        return cls.__name__
-    if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
-        raise BendingError(
-            f"{cls.__qualname__} is defined in a script or a function and cannot be found by "
-            "name when loading; define it in an importable module or a file loaded with "
-            "tb.load_callbacks"
-        )
-    return f"{cls.__module__}:{cls.__qualname__}"
-
-
-def _encode(value: Any, where: str) -> Any:
-    if isinstance(value, BendingParameter):
-        return {"control": value.name}
-    if isinstance(value, ControlView):
-        return {"control": value.name, "scale": value.scale, "offset": value.offset}
-    if isinstance(value, BendingCallback):
-        return {"callback": _callback_dict(value)}
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, tuple):
-        return {"tuple": [_encode(v, where) for v in value]}
-    if isinstance(value, list):
-        return [_encode(v, where) for v in value]
-    raise BendingError(
-        f"{where}: argument of type {type(value).__name__} ({value!r}) cannot be saved; callback "
-        "arguments must be numbers, strings, None, lists, tuples, controls or callbacks"
-    )
-
-
-def _callback_dict(cb: BendingCallback) -> dict[str, Any]:
-    if isinstance(cb, Chain):
-        return {"class": "Chain", "args": {"callbacks": [_callback_dict(c) for c in cb.chained()]}}
-    name = _class_name(cb)
-    arguments = cb.arguments()
-    if "seed" in arguments and arguments["seed"] is None:
-        warnings.warn(
-            f"{cb!r} has no seed: it draws from torch's global generator, so a config loaded "
-            "from this file will not draw the same values; give it seed=<int>",
-            stacklevel=3,
-        )
-    args = {k: _encode(v, f"{name}.{k}") for k, v in arguments.items()}
-    return {"class": name, "args": args}
-
-
 def _option_controls(options: dict[str, Any]) -> list[BendingParameter]:
     """The controls a bending's options read (a live blend, a live subset's fraction)."""
     subset = options.get("subset")
@@ -285,18 +248,18 @@ def _option_controls(options: dict[str, Any]) -> list[BendingParameter]:
     return [control_of(v) for v in values if is_control(v)]
 
 
-def _options_dict(options: dict[str, Any]) -> dict[str, Any]:
+def _options_dict(options: dict[str, Any], side: SideFile | None) -> dict[str, Any]:
     """A bending's options as the file writes them, next to its callback."""
     written: dict[str, Any] = {}
     for key, value in options.items():
         if key == "blend":
-            written[key] = _encode(value, "blend")
+            written[key] = encode(value, "blend", side)
         elif value is False:  # guard=False: not even the model's guard
             written[key] = False
         else:  # a Subset, a Window, a Guard
             fields = value.to_dict()
             if key == "subset":
-                fields["fraction"] = _encode(fields["fraction"], "subset.fraction")
+                fields["fraction"] = encode(fields["fraction"], "subset.fraction", side)
             written[key] = fields
     return written
 
@@ -307,11 +270,11 @@ def _options_from_dict(
     options: dict[str, Any] = {}
     try:
         if "blend" in b:
-            options["blend"] = _decode(b["blend"], controls, f"{where}, blend", frozenset())
+            options["blend"] = decode(b["blend"], controls, f"{where}, blend", frozenset())
         if "subset" in b:
             s = b["subset"]
             dim = s.get("dim")
-            fraction = _decode(s["fraction"], controls, f"{where}, subset", frozenset())
+            fraction = decode(s["fraction"], controls, f"{where}, subset", frozenset())
             options["subset"] = Subset(
                 fraction, tuple(dim) if isinstance(dim, list) else dim, s.get("seed", 0)
             )
@@ -322,72 +285,3 @@ def _options_from_dict(
     except BendingError as e:
         raise BendingError(f"{where}: {e}") from None
     return options
-
-
-def _decode(
-    value: Any, controls: dict[str, BendingParameter], where: str, allow: frozenset[str]
-) -> Any:
-    if isinstance(value, list):
-        return [_decode(v, controls, where, allow) for v in value]
-    if isinstance(value, dict):
-        if "tuple" in value:
-            return tuple(_decode(v, controls, where, allow) for v in value["tuple"])
-        if "callback" in value:
-            return _callback_from_dict(value["callback"], controls, where, allow)
-        if "control" in value:
-            name = value["control"]
-            if name not in controls:
-                raise BendingError(f"{where} uses control {name!r}, which the file does not define")
-            control = controls[name]
-            if "scale" in value or "offset" in value:
-                return ControlView(control, value.get("scale", 1.0), value.get("offset", 0.0))
-            return control
-        raise BendingError(f"{where}: cannot read argument {value!r}")
-    return value
-
-
-def _callback_from_dict(
-    d: dict[str, Any], controls: dict[str, BendingParameter], where: str, allow: frozenset[str]
-) -> BendingCallback:
-    from ..callbacks.importing import callback_from_name
-
-    name = d["class"]
-    if name == "Chain":
-        return Chain(
-            *[_callback_from_dict(c, controls, where, allow) for c in d["args"]["callbacks"]]
-        )
-    try:
-        cls = callback_from_name(name, imports=allow)
-    except BendingError as e:
-        raise BendingError(f"{where}: {e}") from None
-    args = {
-        k: _decode(v, controls, f"{where} ({name}.{k})", allow)
-        for k, v in d.get("args", {}).items()
-    }
-    try:
-        return cls(**args)
-    except BendingError as e:
-        raise BendingError(f"{where}: {e}") from None
-    except TypeError as e:
-        raise BendingError(f"{where}: {_wrong_arguments(cls, name, args, e)}") from None
-    except Exception as e:  # a callback of a loaded file may raise anything: name where
-        raise BendingError(
-            f"{where}: {name}({', '.join(sorted(args))}) failed: {type(e).__name__}: {e}"
-        ) from e
-
-
-def _wrong_arguments(cls: type, name: str, args: dict[str, Any], error: TypeError) -> str:
-    """What is wrong with the arguments a callback refused: those it does not take (and what
-    it takes), else what Python said (a required argument left out)."""
-    parameters = list(inspect.signature(cls).parameters.values())
-    if any(p.kind is p.VAR_KEYWORD for p in parameters):
-        return f"{name}({', '.join(sorted(args))}) failed: {error}"
-    takes = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    unknown = [a for a in sorted(args) if a not in takes]
-    if not unknown:
-        return f"{name}({', '.join(sorted(args))}) failed: {error}"
-    named = ", ".join(map(repr, unknown))
-    return (
-        f"{name} does not take the argument{'s' if len(unknown) > 1 else ''} {named}; it "
-        f"takes {', '.join(takes) or 'none'}{did_you_mean(unknown[0], takes)}"
-    )

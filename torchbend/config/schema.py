@@ -6,6 +6,7 @@ from typing import Any
 
 from ..controls import CURVES, MAX_RAMP, WIDGETS
 from ..errors import BendingError
+from .tensors import DTYPES, SIDE_FILE
 from .validate import Document, show_repr, validate
 
 __all__ = ["CONFIG", "FORMAT", "SCHEMA", "VERSION", "check"]
@@ -274,30 +275,68 @@ SCHEMA: dict[str, Any] = {
                 },
             },
             "else": {
-                "if": {"required": ["tuple"]},
+                "if": {"required": ["tensor"]},
                 "then": {
                     "additionalProperties": False,
-                    "properties": {
-                        "tuple": {
-                            "type": "array",
-                            "items": {"$ref": "#/$defs/value"},
-                            "description": "a list of arguments",
-                        }
-                    },
+                    "properties": {"tensor": {"$ref": "#/$defs/tensor"}},
+                },
+                "else": {"$ref": "#/$defs/other_object_value"},
+            },
+        },
+        # A tensor argument (Steer's vector): its numbers, or where they are in the side file.
+        "tensor": {
+            "type": "object",
+            "required": ["dtype", "shape"],
+            "additionalProperties": False,
+            "description": "{'dtype', 'shape', 'values'} or {'dtype', 'shape', 'file', 'key'}",
+            "properties": {
+                "dtype": {
+                    "enum": list(DTYPES),
+                    "description": f"one of {', '.join(map(repr, DTYPES))}",
+                },
+                "shape": {
+                    "type": "array",
+                    "items": {"type": "integer", "minimum": 0, "description": "a size"},
+                    "description": "a list of sizes",
+                },
+                "values": {
+                    "type": "array",
+                    "items": {"$ref": "#/$defs/finite"},
+                    "description": "a list of finite numbers",
+                },
+                "file": {
+                    "type": "string",
+                    "pattern": SIDE_FILE.pattern,
+                    "description": "a safetensors file beside the configuration (a file name)",
+                },
+                "key": {"type": "string", "description": "a tensor's key in the side file"},
+            },
+            "oneOf": [{"required": ["values"]}, {"required": ["file", "key"]}],
+        },
+        "other_object_value": {
+            "if": {"required": ["tuple"]},
+            "then": {
+                "additionalProperties": False,
+                "properties": {
+                    "tuple": {
+                        "type": "array",
+                        "items": {"$ref": "#/$defs/value"},
+                        "description": "a list of arguments",
+                    }
+                },
+            },
+            "else": {
+                "if": {"required": ["callback"]},
+                "then": {
+                    "additionalProperties": False,
+                    "properties": {"callback": {"$ref": "#/$defs/callback"}},
                 },
                 "else": {
-                    "if": {"required": ["callback"]},
-                    "then": {
-                        "additionalProperties": False,
-                        "properties": {"callback": {"$ref": "#/$defs/callback"}},
-                    },
-                    "else": {
-                        "not": {},
-                        "description": (
-                            "{'control': name}, {'tuple': [...]} or {'callback': {...}} (an "
-                            "argument that is an object)"
-                        ),
-                    },
+                    "not": {},
+                    "description": (
+                        "{'control': name}, {'tensor': {...}}, {'tuple': [...]} or "
+                        "{'callback': {...}} (an argument that is an object)"
+                    ),
                 },
             },
         },

@@ -1,0 +1,182 @@
+"""Steer: push an activation along a direction, per channel, by a multiple of its own RMS."""
+
+# TorchScript reads the types of the buffers ``vector`` and ``unit`` only from class
+# annotations that are real types, not strings: this is why this module, unlike most, does not
+# import ``annotations`` from ``__future__``.
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from ..controls import BendingParameter, Control, is_control
+from ..errors import BendingError
+from .argument import Argument
+from .axes import as_dim, call_axis, normalized_dim
+from .base import BendingCallback
+from .capture import at_zero
+
+__all__ = ["Steer", "steer_shape_error"]
+
+
+def steer_shape_error(owner: str, name: str, shape: list[int], vector: list[int], dim: int) -> str:
+    """The message for a target whose axes from ``dim`` on are not the vector's (scriptable)."""
+    return (
+        f"{owner} cannot bend '{name}' of shape {shape}: its vector has shape {vector}, which "
+        f"must be the target's sizes from axis dim={dim} on (its channels, and its frequencies "
+        "where it has them); compute the vector at this node, or give the dim of its channels"
+    )
+
+
+class Steer(BendingCallback):
+    """Add a steering vector to the target, scaled by ``strength`` times the target's RMS.
+
+    The output is ``x + strength * rms * unit``, ``unit`` the given vector divided by its own
+    RMS (the square root of the mean of its squares, so that ``unit`` has an RMS of 1) and
+    laid along the target's axes from ``dim`` on: a vector of shape ``[channels]`` adds one
+    number to each channel of a ``[batch, channels, time]`` activation (``dim=-2``), at every
+    time step; one of shape ``[channels, freq]`` adds one number to each channel and frequency
+    of a ``[batch, channels, freq, time]`` activation (``dim=-3``, or ``1``). The vector is
+    usually a difference of the mean activations on two example sounds:
+    :func:`torchbend.discover.steering_vector` computes it and the RMS, and
+    :func:`torchbend.discover.steer_between` returns the Steer.
+
+    Args:
+        vector: the direction, a tensor of finite floats, not all zero (a list of numbers is
+            taken too). Kept as a buffer: ``.to()`` moves it and exported files hold it as a
+            constant.
+        strength: how far to push, in multiples of ``rms``: the offset added to the target
+            has an RMS (over its elements) of ``abs(strength) * rms``, so that ``strength=1``
+            moves the activation by as much as its own RMS on the examples; ``0`` is the
+            identity (exact), a negative strength pushes the other way (from B back past A).
+            May be a control; while it ramps, activations get the change spread along their
+            last (time) axis.
+        dim: the axis of the target's channels (negative counting from the end), where the
+            vector's first axis lies; its other axes lie on the next ones.
+        rms: the RMS of the target on the examples, a finite number > 0, in the target's own
+            units; ``None`` takes the vector's own RMS, so that ``strength=1`` adds the vector
+            as given.
+
+    Shape:
+        - Input: any shape whose sizes from axis ``dim`` on start with the vector's shape.
+        - Output: same as input.
+
+    Example:
+        >>> import torch
+        >>> from torchbend.callbacks import Steer
+        >>> steer = Steer(torch.tensor([1.0, -1.0]), strength=0.5, rms=2.0)
+        >>> steer(torch.zeros(1, 2, 3), "act")
+        tensor([[[ 1.,  1.,  1.],
+                 [-1., -1., -1.]]])
+        >>> steer.strength = 0.0
+        >>> steer(torch.ones(1, 2, 1), "act")
+        tensor([[[1.],
+                 [1.]]])
+    """
+
+    vector: torch.Tensor
+    """The vector as given (what a configuration saves)."""
+    unit: torch.Tensor
+    """The vector divided by its RMS: the direction, whose RMS is 1."""
+
+    strength = Argument(float, neutral=0.0, meaning="a multiple of the target's RMS", ramps=True)
+
+    def __init__(
+        self,
+        vector: torch.Tensor | Sequence[Any],
+        strength: float | Control = 1.0,
+        dim: int = -2,
+        rms: float | None = None,
+    ) -> None:
+        super().__init__()
+        owner = type(self).__name__
+        given = vector if isinstance(vector, torch.Tensor) else _as_tensor(owner, vector)
+        if not given.is_floating_point() or given.dim() == 0 or given.numel() == 0:
+            raise BendingError(
+                f"{owner}: vector must be a tensor of floats with at least one axis (its "
+                f"channels) and one element, got a {given.dtype} tensor of shape "
+                f"{list(given.shape)}"
+            )
+        if not bool(torch.isfinite(given).all()):
+            raise BendingError(f"{owner}: vector must hold finite numbers, got {given}")
+        own = float(given.double().pow(2).mean().sqrt())
+        if own == 0.0:
+            raise BendingError(
+                f"{owner}: vector is zero everywhere, so it has no direction; the two "
+                "examples it was computed from give the same means at this node"
+            )
+        if rms is not None and (
+            isinstance(rms, bool) or not isinstance(rms, (int, float)) or not 0 < rms < math.inf
+        ):
+            raise BendingError(
+                f"{owner}: rms must be a finite number > 0 (the target's RMS, in its own "
+                f"units) or None (the vector's own), got {rms!r}"
+            )
+        self.dim = as_dim(owner, dim)
+        self._rms = None if rms is None else float(rms)
+        self.rms: float = own if rms is None else float(rms)
+        """The RMS that ``strength`` counts in: the offset at ``strength=1`` has this RMS."""
+        data = given.detach().clone()
+        self.register_buffer("vector", data)
+        self.register_buffer("unit", (data.double() / own).to(data.dtype))
+        self.strength = strength
+
+    def register_target(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        owner = repr(self)
+        axis = normalized_dim(owner, self.dim, shape, name)
+        size = list(self.unit.shape)
+        if list(shape)[axis : axis + len(size)] != size:
+            raise BendingError(steer_shape_error(owner, name, list(shape), size, self.dim))
+
+    def shaped(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        """``unit`` laid along ``x``'s axes from ``dim`` on (size 1 on the axes after it), of
+        ``x``'s dtype and device (scriptable)."""
+        axis = call_axis(x, self.dim, self.label(), name)
+        size = list(self.unit.shape)
+        if list(x.shape)[axis : axis + len(size)] != size:
+            raise BendingError(steer_shape_error(self.label(), name, list(x.shape), size, self.dim))
+        trailing = x.dim() - axis - len(size)
+        return self.unit.reshape(size + [1] * trailing).to(dtype=x.dtype, device=x.device)
+
+    def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        strength = self.along("strength", x)
+        if at_zero(strength):
+            return x
+        unit = self.shaped(x, name)
+        # One line per type of ``strength``: TorchScript needs the branch to know the product.
+        if isinstance(strength, torch.Tensor):
+            return x + unit * (strength * self.rms)
+        return x + unit * (strength * self.rms)
+
+    def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        strength = self.strength
+        if strength == 0.0:
+            return weight
+        return weight + self.shaped(weight, name) * (strength * self.rms)
+
+    def extra_repr(self) -> str:
+        """The vector's shape (not its values), and the other arguments that differ from
+        their defaults (controls by name)."""
+        shown = [f"vector=<{list(self.vector.shape)}>"]
+        strength: Any = self._controlled.get("strength", self.strength)
+        if isinstance(strength, BendingParameter):
+            shown.append(f"strength={strength.name}")
+        elif is_control(strength) or strength != 1.0:
+            shown.append(f"strength={strength!r}")
+        if self.dim != -2:
+            shown.append(f"dim={self.dim}")
+        if self._rms is not None:
+            shown.append(f"rms={self._rms!r}")
+        return ", ".join(shown)
+
+
+def _as_tensor(owner: str, vector: Any) -> torch.Tensor:
+    try:
+        return torch.tensor(vector, dtype=torch.float32)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise BendingError(
+            f"{owner}: vector must be a tensor (or a list) of numbers, got {vector!r}"
+        ) from e
