@@ -26,12 +26,16 @@ __all__ = ["POSITIONS", "SPANS", "Knob", "knob"]
 POSITIONS: tuple[float, ...] = tuple(i / 4 - 1 for i in range(9))
 """The knob's positions a calibration renders: -1 to 1 in nine steps."""
 
-SPANS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
-"""The spans tried, smallest first, in multiples of the node's RMS: the offset added at the
-knob's ends has an RMS (over the channels) of ``span`` times the node's RMS."""
+SPANS: tuple[float, ...] = (0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+"""The spans tried, in multiples of the node's RMS: the offset added at the knob's ends has an
+RMS (over the channels) of ``span`` times the node's RMS."""
 
 LOUDNESS_LU = 3.0
 """How far from the unbent loudness a knob of another descriptor may take the sound."""
+
+LEADING = 0.25
+"""The channels of a knob's direction move the descriptor at least this share of what the
+channel that moves it most does: weaker ones would add collateral changes more than effect."""
 
 MONOTONIC = 0.9
 """The Spearman correlation of knob position and descriptor a knob keeps on every sound."""
@@ -125,6 +129,7 @@ def knob(
         node = lead.node
         rows = [r for r in ranking.rows if r.node == node and not math.isnan(r.effect)]
         rows = sorted(rows, key=lambda r: -abs(r.effect))[:channels]
+        rows = [r for r in rows if abs(r.effect) >= LEADING * abs(rows[0].effect)]
         with torch.inference_mode():
             activation = bended.get_activations(f"^{re.escape(node)}$", fn=fn, **inputs)[node]
         width, rms = activation.shape[1], float(activation.float().square().mean().sqrt())
@@ -142,6 +147,9 @@ def knob(
         span, response, loudness, collateral = found
         moved = torch.tensor([change(descriptor, v[0], v[-1]) for v in response])
         candidate = float(moved.nanmedian()) / max(collateral, 1.0)
+        if math.isnan(candidate):
+            tried.append(f"{node}: no change measured")
+            continue
         if candidate > score:
             score = candidate
             control = BendingParameter(name or descriptor, 0.0, range=(-1.0, 1.0))
@@ -177,12 +185,19 @@ def _calibrate(
     rate: int,
     config: Any,
 ) -> tuple[float, list[list[float]], list[list[float]], float] | None:
-    """The largest span that passes and, at it, each sound's descriptor and loudness at each
-    position and the largest collateral change at the ends; None if no span passes."""
+    """Of the spans that pass, the one whose change of the descriptor (end to end, the
+    median over the sounds) over its largest collateral change (at least 1 step) is largest:
+    the span, each sound's descriptor and loudness at each position, and the collateral
+    change; None if no span passes.
+
+    A span passes when every render is finite and unclipped, the descriptor follows the
+    knob on every sound that has it unbent (a pitch needs a pitched sound), and, for another
+    descriptor than the loudness, every render stays within :data:`LOUDNESS_LU`."""
     count = len(before)
+    has = [math.isfinite(b[descriptor]) for b in before]
     positions = torch.tensor(POSITIONS)
-    passed = None
     quality = PERCEPTIBLE[descriptor].quality
+    best, score = None, -math.inf
     for span in SPANS:
         offsets = (positions[:, None] * span * rms * unit).repeat_interleave(count, 0)
         bended.bend(Probe(torch.zeros_like(offsets), offsets, 1), f"^{re.escape(node)}$", fn=fn)
@@ -192,40 +207,62 @@ def _calibrate(
         finally:
             restore(bended, config)
         if not bool(y.isfinite().all()) or bool((y.abs() >= 1.0).any()):
-            break
+            continue
         values = [perceive(y[i], rate) for i in range(y.shape[0])]
-        response = [[values[p * count + s][descriptor] for p in range(9)] for s in range(count)]
-        loudness = [[values[p * count + s]["loudness"] for p in range(9)] for s in range(count)]
-        sign = PERCEPTIBLE[descriptor].sign  # the noisiness rises as the HNR falls
-        if not all(_monotonic([sign * v for v in r]) for r in response):
-            break
+        at = [[values[p * count + s] for p in range(len(POSITIONS))] for s in range(count)]
+        response = [[v[descriptor] for v in row] for row in at]
+        loudness = [[v["loudness"] for v in row] for row in at]
+        if not all(_monotonic(descriptor, r) for r, h in zip(response, has) if h):
+            if best is not None:
+                break  # past the largest span that passes: larger ones only bend further
+            continue
         if descriptor != "loudness" and any(
-            abs(v - before[s]["loudness"]) > LOUDNESS_LU
-            for s, row in enumerate(loudness)
+            not abs(v - b["loudness"]) <= LOUDNESS_LU
+            for b, row in zip(before, loudness)
             for v in row
         ):
-            break
+            continue
         collateral = 0.0
-        for s in range(count):
-            for p in (0, 8):
-                moved = descriptor_changes(before[s], values[p * count + s])
+        for b, row in zip(before, at):
+            for end in (row[0], row[-1]):
+                moved = descriptor_changes(b, end)
                 others = [
                     abs(v)
                     for k, v in moved.items()
                     if PERCEPTIBLE[k].quality != quality and not math.isnan(v)
                 ]
                 collateral = max(collateral, *others, 0.0)
-        passed = (span, response, loudness, collateral)
-    return passed
+        ends = [change(descriptor, r[0], r[-1]) for r, h in zip(response, has) if h]
+        found = float(torch.tensor(ends).median()) / max(collateral, 1.0)
+        if found >= score:
+            best, score = (span, response, loudness, collateral), found
+    return best
 
 
-def _monotonic(values: list[float]) -> bool:
-    """Whether ``values`` rise with the position: Spearman at least :data:`MONOTONIC` (ties
-    and NaN fail)."""
+def _monotonic(descriptor: str, values: list[float]) -> bool:
+    """Whether the descriptor's ``values`` rise with the knob's position (for the noisiness:
+    the harmonic-to-noise ratio falls): all finite (an undefined pitch, the -inf LUFS of
+    silence fail), and a Spearman correlation of at least :data:`MONOTONIC` between the
+    position and the values read in tenths of a perceptible step from the first one (values
+    closer than that tie, and ties share their rank: a knob that jumps once and stays flat
+    is not monotonic)."""
     v = torch.tensor(values, dtype=torch.float64)
-    if bool(v.isnan().any()) or float(v[-1] - v[0]) <= 0:
+    if not bool(v.isfinite().all()):
         return False
-    ranks = v.argsort().argsort().double()
+    steps = torch.tensor([round(10 * change(descriptor, values[0], x)) for x in values])
+    if int(steps[-1]) <= 0:
+        return False
+    ranks = _average_ranks(steps.double())
     positions = torch.arange(len(values), dtype=torch.float64)
-    rho = torch.corrcoef(torch.stack([ranks, positions]))[0, 1]
-    return float(rho) >= MONOTONIC
+    return float(torch.corrcoef(torch.stack([ranks, positions]))[0, 1]) >= MONOTONIC
+
+
+def _average_ranks(v: torch.Tensor) -> torch.Tensor:
+    """Ranks from 0, ties given the mean of the ranks they span."""
+    order = v.argsort(stable=True)
+    ranks = torch.empty_like(v)
+    ranks[order] = torch.arange(len(v), dtype=v.dtype)
+    for value in v.unique():
+        tied = v == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks
