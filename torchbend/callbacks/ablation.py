@@ -13,8 +13,8 @@ from ..controls import Control
 from ..errors import BendingError
 from .argument import Argument
 from .axes import as_dim, kept_shape, normalized_dim
-from .draws import draw_key
 from .base import BendingCallback
+from .draws import draw_key
 from .seeded import Seeded
 
 __all__ = ["Ablate", "Bypass", "Offset", "Randomize", "Solo"]
