@@ -30,6 +30,8 @@ __all__ = [
     "as_audio",
     "audition",
     "auditioning",
+    "check_channels",
+    "check_time",
 ]
 
 MODES = ("solo", "bypass")
@@ -83,7 +85,9 @@ def _node_shape(bended: BendedModule, node: str, fn: str) -> list[int]:
     return list(shape) if shape is not None else []
 
 
-def _check_channels(shape: list[int], node: str, channels: list[int] | None, dim: int) -> None:
+def check_channels(shape: list[int], node: str, channels: list[int] | None, dim: int) -> None:
+    """A :class:`DiscoveryError` unless activation ``node`` of ``shape`` has a channel axis
+    ``dim`` holding every channel of ``channels``: what it has, and what would do."""
     if len(shape) < 2 or not -len(shape) <= dim < len(shape):
         raise DiscoveryError(
             f"activation {node!r} has shape {shape}: no channel axis {dim} to audition "
@@ -122,7 +126,7 @@ def auditioning(
         raise DiscoveryError(f"unknown mode {mode!r}: choose one of {', '.join(MODES)}")
     channels = _channels(channel)
     shape = _node_shape(bended, node, fn)
-    _check_channels(shape, node, channels, dim)
+    check_channels(shape, node, channels, dim)
     everything = list(range(shape[dim]))
     config = bended.bending_config()
     callback = (
@@ -193,13 +197,15 @@ def _activation(
     than the channel axis ``dim``, and the input's length in samples."""
     inputs = _inputs(bended, x, fn)
     shape = _node_shape(bended, node, fn)
-    _check_time(shape, node, dim)
+    check_time(shape, node, dim)
     with torch.inference_mode():
         value = bended.get_activations(f"^{re.escape(node)}$", fn=fn, **inputs)[node]
     return value, int(next(iter(inputs.values())).shape[-1])
 
 
-def _check_time(shape: list[int], node: str, dim: int) -> None:
+def check_time(shape: list[int], node: str, dim: int) -> None:
+    """A :class:`DiscoveryError` unless activation ``node`` of ``shape`` has a time axis: its
+    last, of two frames or more, other than the channel axis ``dim``."""
     if len(shape) < 3 or shape[-1] < 2 or dim % len(shape) == len(shape) - 1:
         raise DiscoveryError(
             f"activation {node!r} has shape {shape}: no time axis to play (it needs "
@@ -297,7 +303,7 @@ def activation_audio(
     rate = float(rate or bended.sample_rate or 0)
     if rate <= 0:
         raise DiscoveryError("the input's sample rate is unknown: give rate= (in Hz)")
-    _check_channels(_node_shape(bended, node, fn), node, _channels(channel), dim)
+    check_channels(_node_shape(bended, node, fn), node, _channels(channel), dim)
     value, length = _activation(bended, x, node, fn, dim)
     return as_audio(value, length, rate, channel, carrier, dim), int(rate)
 
