@@ -241,8 +241,9 @@ def test_an_activation_plays_as_a_sound(client: Client, studio: Studio) -> None:
     assert status == 200, data
     got, rate = decode_wav(data)
     audio = studio.library.get(studio.current).audio[:, : int(2.0 * 44100)]
-    value = studio.streamed_activation("encoder_1$", "encoder_1", "forward", "x", audio)
-    expected = as_audio(value, 90112, 44100, 2)[..., : audio.shape[-1]]  # 11 blocks of 8192
+    value, length = studio.activation_on("encoder_1", "forward", audio)
+    assert length == 11 * 8192 and value.shape[-1] == 11 * 512  # by blocks of 8192
+    expected = as_audio(value, length, 44100, 2)[..., : audio.shape[-1]]
     assert rate == 44100 and got.shape == expected.shape
     assert (got - expected).abs().max() <= STEP and got.abs().max() > 0.4
 

@@ -53,12 +53,13 @@ Channels = int | Sequence[int] | None
 def _channels(channel: Channels) -> list[int] | None:
     if channel is None:
         return None
-    items = list(channel) if isinstance(channel, (list, tuple)) else [channel]
-    if not items or not all(isinstance(c, int) and not isinstance(c, bool) for c in items):
+    items: list[Any] = list(channel) if isinstance(channel, (list, tuple)) else [channel]
+    found = [c for c in items if isinstance(c, int) and not isinstance(c, bool)]
+    if not items or len(found) != len(items):
         raise DiscoveryError(
             f"channel is an int, a non-empty list of ints or None (every channel), got {channel!r}"
         )
-    return [int(c) for c in items]
+    return found
 
 
 def _inputs(bended: BendedModule, x: torch.Tensor, fn: str) -> dict[str, Any]:

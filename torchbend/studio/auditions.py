@@ -4,20 +4,43 @@ bypassed, and a node's activation played as a sound (:mod:`torchbend.discover.au
 from __future__ import annotations
 
 import math
-import re
-from typing import TYPE_CHECKING, Any
+import threading
+from typing import Any, Protocol
 
 import torch
 
-from ..audio.render import padded
+from ..audio.safety_stats import SafetyStats
+from ..bended import BendedModule
 from ..discover.audition import MODES, as_audio, auditioning, check_channels, check_time
-from ..errors import DiscoveryError, StudioError, did_you_mean
+from ..errors import DiscoveryError, StudioError, TorchbendError, did_you_mean
 from ..sweep.jobs import encode
+from .sounds import SoundLibrary
 
-if TYPE_CHECKING:
-    from .session import Studio
+__all__ = ["Auditioned", "Auditions"]
 
-__all__ = ["Auditions"]
+
+class Auditioned(Protocol):
+    """What auditions read of the studio (:class:`~torchbend.studio.session.Studio`)."""
+
+    bended: BendedModule
+    lock: threading.RLock
+    library: SoundLibrary
+    current: str
+    fn: str
+    sample_rate: int
+    ratio: int
+    block_size: int | None
+    stats_seconds: float
+
+    def method(self, fn: str | None) -> str: ...
+
+    def render_with(
+        self, model: BendedModule, audio: torch.Tensor, what: str
+    ) -> tuple[torch.Tensor, SafetyStats | None]: ...
+
+    def activation_on(
+        self, name: str, fn: str, audio: torch.Tensor
+    ) -> tuple[torch.Tensor, int]: ...
 
 
 class Auditions:
@@ -27,7 +50,7 @@ class Auditions:
         studio: the studio whose model, current sound, lock and renders they use.
     """
 
-    def __init__(self, studio: Studio) -> None:
+    def __init__(self, studio: Auditioned) -> None:
         self.studio = studio
 
     def render(
@@ -66,23 +89,13 @@ class Auditions:
             self._check_node(name, fn)
             sound = studio.library.get(studio.current).audio
             audio = sound[:, : int(studio.stats_seconds * studio.sample_rate)]
-            argument = studio.bended.view().signature(fn).names[0]
-            pattern = re.escape(name) + "$"
             try:
-                if studio.block_size is None:
-                    x = padded(audio, studio.ratio)
-                    with torch.inference_mode():
-                        inputs: dict[str, Any] = {argument: x}
-                        value = studio.bended.get_activations(pattern, fn=fn, **inputs)[name]
-                    length = x.shape[-1]
-                else:
-                    value = studio.streamed_activation(pattern, name, fn, argument, audio)
-                    length = audio.shape[-1] + (-audio.shape[-1] % studio.block_size)
+                value, length = studio.activation_on(name, fn, audio)
                 shape = list(value.shape)
                 check_time(shape, name, 1)
                 check_channels(shape, name, None if channels is None else [channels], 1)
                 sound_out = as_audio(value, length, studio.sample_rate, channels)
-            except DiscoveryError as e:
+            except TorchbendError as e:
                 raise StudioError(str(e), 422) from None
         return encode(sound_out[..., : audio.shape[-1]], studio.sample_rate, "wav")
 

@@ -211,17 +211,9 @@ class Studio:
             sound = self.library.get(self.current)
             length = min(sound.audio.shape[-1], int(self.stats_seconds * self.sample_rate))
             audio = sound.audio[:, :length]
-            argument = self.bended.view().signature(fn).names[0]
-            pattern = re.escape(name) + "$"
             try:
-                if self.block_size is None:
-                    x = padded(audio, self.ratio)
-                    with torch.inference_mode():
-                        inputs: dict[str, Any] = {argument: x}
-                        value = self.bended.get_activations(pattern, fn=fn, **inputs)[name]
-                else:
-                    value = self.streamed_activation(pattern, name, fn, argument, audio)
-                row = self._health(pattern, fn, audio)
+                value, _ = self.activation_on(name, fn, audio)
+                row = self._health(re.escape(name) + "$", fn, audio)
             except TorchbendError as e:
                 raise StudioError(f"statistics of {name}: {e}", 422) from None
             stats = describe.statistics(name, "activation", value)
@@ -243,27 +235,32 @@ class Studio:
         reset_cache(module)
         return report.rows[0]
 
-    def streamed_activation(
-        self, pattern: str, name: str, fn: str, argument: str, audio: torch.Tensor
-    ) -> torch.Tensor:
-        """Activation ``name`` (matched by ``pattern``) of ``fn`` on ``audio``, block by block
-        from a clean state, the blocks joined along time (the first block's alone where
-        their shapes differ); ``argument`` is ``fn``'s audio argument."""
-        assert self.block_size is not None
+    def activation_on(self, name: str, fn: str, audio: torch.Tensor) -> tuple[torch.Tensor, int]:
+        """Activation ``name`` of ``fn`` on ``audio`` (``[channels, time]``), bent as configured,
+        and the length it ran on (``audio`` padded): in one pass, or, for a model that streams,
+        block by block from a clean state, the blocks joined along time (the first block's
+        alone where their shapes differ along another axis)."""
+        argument = self.bended.view().signature(fn).names[0]
+        pattern = re.escape(name) + "$"
+        if self.block_size is None:
+            x = padded(audio, self.ratio)
+            with torch.inference_mode():
+                inputs: dict[str, Any] = {argument: x}
+                return self.bended.get_activations(pattern, fn=fn, **inputs)[name], x.shape[-1]
         block = self.block_size
         x = torch.nn.functional.pad(audio, (0, -audio.shape[-1] % block))[None]
         reset_cache(self.bended.module)
         values = []
         with torch.inference_mode():
             for start in range(0, x.shape[-1], block):
-                inputs: dict[str, Any] = {argument: x[..., start : start + block]}
+                inputs = {argument: x[..., start : start + block]}
                 got = self.bended.get_activations(pattern, fn=fn, **inputs)
                 values.append(got[name])
         reset_cache(self.bended.module)
         first = values[0]
         if all(v.shape[:-1] == first.shape[:-1] for v in values):
-            return torch.cat(values, -1)
-        return first
+            return torch.cat(values, -1), x.shape[-1]
+        return first, block
 
     # -- sounds and renders ----------------------------------------------------------------------
 

@@ -9,9 +9,8 @@ from typing import Any
 from ...audio.render import check_audio, padded, ratio_of, trace_audio
 from ...discover import activation_audio, activation_image, audition
 from ...errors import TorchbendError
-from ...models.rates import model_sample_rate
-from ..options import add_bend_options, add_model_options, seconds, subcommand
-from ..resolve import apply_bendings, bended_model, output_path
+from ..options import add_bend_options, add_model_options, add_sound_options, subcommand
+from ..resolve import apply_bendings, bended_model, output_path, sound_input
 
 __all__ = ["MODES", "add_parser", "run"]
 
@@ -28,7 +27,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "time as a sound or a picture",
     )
     add_model_options(p)
-    p.add_argument("--sound", required=True, help="the audio file to run (WAV, FLAC or OGG)")
+    add_sound_options(p)
     p.add_argument(
         "--node", required=True, help="the activation (`torchbend inspect MODEL` lists them)"
     )
@@ -49,30 +48,20 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--out", help="write the sound here (WAV)")
     p.add_argument("--image", help="write a picture of the activation here (PNG, channels x time)")
-    p.add_argument(
-        "--seconds",
-        type=seconds,
-        default=None,
-        help="run only the first SECONDS of the sound (default: all of it, in one pass)",
-    )
     add_bend_options(p)
     p.set_defaults(run=run)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...audio import load, save
+    from ...audio import save
 
     if not args.out and not args.image:
         raise TorchbendError("give --out FILE.wav (the sound), --image FILE.png, or both")
     out = output_path(args.out, "--out", (".wav",)) if args.out else None
     image = output_path(args.image, "--image", (".png",)) if args.image else None
     model = bended_model(args)
-    audio, rate = load(args.sound, sample_rate=model_sample_rate(model.module), mono=True)
-    if args.seconds is not None:
-        audio = audio[:, : int(args.seconds * rate)]
-    if audio.shape[-1] == 0:
-        raise TorchbendError(f"--sound {args.sound} holds no samples to run; give a longer one")
+    audio, rate = sound_input(args, model)
     x = padded(audio, ratio_of(model.module))
     trace_audio(model, args.fn, x)
     apply_bendings(model, args)
