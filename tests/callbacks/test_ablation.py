@@ -5,8 +5,9 @@ import pickle
 
 import pytest
 import torch
-from callback_helpers import ACT, CPU, WEIGHT, bits, signed_randn
+from callback_helpers import ACT, CPU, WEIGHT, ConvNet, bits, signed_randn
 
+import torchbend as tb
 from torchbend.callbacks import Ablate, Bias, Bypass, Offset, Randomize, Solo
 from torchbend.errors import BendingError
 
@@ -195,3 +196,26 @@ def test_torchscript(make):
     scripted = torch.jit.script(cb)
     x = signed_randn(2, 4, 8)
     assert torch.equal(bits(scripted(x, ACT)), bits(cb(x, ACT)))
+
+
+def test_solo_exports_with_a_live_switch_and_saves_in_configs(tmp_path):
+    torch.manual_seed(0)
+    bended = tb.BendedModule(ConvNet())
+    x = torch.randn(1, 1, 32)
+    bended.trace(x=x)
+    bended.bend(Solo([1, 2], active=tb.BendingParameter("solo", True)), "conv$")
+    scripted = tb.export.torchscript(bended)
+    assert torch.allclose(scripted(x), bended(x), atol=1e-6)
+    soloed = bended(x)
+    assert scripted.set_solo(False) == 0
+    bended.update("solo", False)
+    assert torch.allclose(scripted(x), bended(x), atol=1e-6)
+    assert not torch.allclose(bended(x), soloed)
+    path = tmp_path / "solo.json"
+    bended.bending_config().save(path)
+    again = tb.BendedModule(ConvNet())
+    again.module.load_state_dict(bended.module.state_dict())
+    again.trace(x=x)
+    again.bend(tb.BendingConfig.load(path))
+    again.update("solo", True)
+    assert torch.equal(again(x), soloed)
