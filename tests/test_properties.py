@@ -211,6 +211,7 @@ ARGS: dict[str, dict[str, Num | st.SearchStrategy[Any]]] = {
         "dim": AXIS,
         "seed": SEED,
     },
+    "Solo": {"channels": st.sampled_from([0, [0], [0, -1]]), "dim": AXIS, "active": Num(bool)},
     "Randomize": {"fraction": Num(float), "std": Num(float, 0.0, 2.0), "seed": SEED},
     "Offset": {"offset": Num(float), "dim": AXIS, "seed": SEED},
 }
@@ -1084,6 +1085,7 @@ STREAMED = (
     "Threshold",
     "SoftClip",
     "Ablate",
+    "Solo",
     "Offset",
     "Permute",
 )

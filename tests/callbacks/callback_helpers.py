@@ -88,6 +88,7 @@ EXAMPLES: dict[str, Callable[[], dict[str, Any]]] = {
     "Rewire": lambda: dict(source="conv", amount=0.5),  # ACT is the source: it passes
     "Snapshot": lambda: dict(amount=0.5, saved={ACT: signed_randn(1, 4, 12) + 1.0}),
     "SoftClip": lambda: dict(drive=2.0),
+    "Solo": lambda: dict(channels=[1, -1], dim=-2, active=True),
     "Spread": lambda: dict(amount=0.5),
     "Steer": lambda: dict(vector=signed_randn(4), strength=0.5, dim=-2, rms=2.0),
     "Tanh": lambda: dict(active=True),

@@ -5,9 +5,10 @@ import pickle
 
 import pytest
 import torch
-from callback_helpers import ACT, CPU, WEIGHT, bits, signed_randn
+from callback_helpers import ACT, CPU, WEIGHT, ConvNet, bits, signed_randn
 
-from torchbend.callbacks import Ablate, Bias, Offset, Randomize
+import torchbend as tb
+from torchbend.callbacks import Ablate, Bias, Bypass, Offset, Randomize, Solo
 from torchbend.errors import BendingError
 
 
@@ -38,6 +39,20 @@ def test_ablate_zeroes_the_given_channels():
     assert torch.equal(
         registered(Ablate(2, dim=0), [3])(torch.ones(3), ACT), torch.tensor([1.0, 1, 0])
     )
+
+
+def test_solo_keeps_only_the_given_channels_and_bypass_is_ablate():
+    x = signed_randn(3, 4, 20)
+    out = registered(Solo(channels=[1, -1]), [1, 4, 14])(x, ACT)
+    assert not bool(out[:, [0, 2]].any())
+    assert torch.equal(bits(out[:, [1, 3]]), bits(x[:, [1, 3]]))
+    assert torch.equal(
+        registered(Solo(0, dim=0), [3])(torch.ones(3), ACT), torch.tensor([1.0, 0, 0])
+    )
+    assert torch.equal(bits(registered(Solo(1, active=False), [1, 4, 2])(x, ACT)), bits(x))
+    assert Bypass is Ablate and repr(Solo([1], dim=1)) == "Solo(channels=[1], dim=1)"
+    scripted = torch.jit.script(registered(Solo(2), [1, 4, 20]))
+    assert torch.equal(scripted(x, ACT), registered(Solo(2), [1, 4, 20])(x, ACT))
 
 
 def test_ablate_zeroes_a_random_fraction_of_channels_reproducibly():
@@ -104,6 +119,9 @@ def test_seed_leaves_the_global_rng_alone():
         (lambda: Randomize(std=-1.0), r"Randomize: std is a standard deviation .* >= 0, got -1"),
         (lambda: Offset(-1.0), r"Offset: offset is an amplitude .* >= 0, got -1.0"),
         (lambda: Offset(dim=None), r"Offset: dim must be an int .* got None"),
+        (lambda: Solo([]), r"Solo: give at least one channel to keep, got \[\]"),
+        (lambda: Solo("a"), r"Solo: channels must be an int or a sequence .* 'a'"),
+        (lambda: Solo(0, active=0.5), r"Solo: active must be True or False, got 0.5"),
     ],
 )
 def test_bad_arguments_are_refused(make, message):
@@ -116,6 +134,12 @@ def test_bad_channels_and_axes_are_refused_at_registration():
         BendingError, match=r"channels \[4, -5\] are out of range for its 4 channels"
     ):
         registered(Ablate(channels=[0, 4, -5]), [1, 4, 8])
+    with pytest.raises(
+        BendingError,
+        match=r"channels \[3\] are out of range for its 3 channels along dim=1; "
+        r"give indices from 0 to 2",
+    ):
+        registered(Solo(3, dim=1), [1, 3, 8])
     with pytest.raises(BendingError, match=r"of shape \[4\]: dim=-2 is out of range"):
         registered(Offset(0.5), [4])
 
@@ -172,3 +196,26 @@ def test_torchscript(make):
     scripted = torch.jit.script(cb)
     x = signed_randn(2, 4, 8)
     assert torch.equal(bits(scripted(x, ACT)), bits(cb(x, ACT)))
+
+
+def test_solo_exports_with_a_live_switch_and_saves_in_configs(tmp_path):
+    torch.manual_seed(0)
+    bended = tb.BendedModule(ConvNet())
+    x = torch.randn(1, 1, 32)
+    bended.trace(x=x)
+    bended.bend(Solo([1, 2], active=tb.BendingParameter("solo", True)), "conv$")
+    scripted = tb.export.torchscript(bended)
+    assert torch.allclose(scripted(x), bended(x), atol=1e-6)
+    soloed = bended(x)
+    assert scripted.set_solo(False) == 0
+    bended.update("solo", False)
+    assert torch.allclose(scripted(x), bended(x), atol=1e-6)
+    assert not torch.allclose(bended(x), soloed)
+    path = tmp_path / "solo.json"
+    bended.bending_config().save(path)
+    again = tb.BendedModule(ConvNet())
+    again.module.load_state_dict(bended.module.state_dict())
+    again.trace(x=x)
+    again.bend(tb.BendingConfig.load(path))
+    again.update("solo", True)
+    assert torch.equal(again(x), soloed)

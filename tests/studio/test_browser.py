@@ -220,6 +220,35 @@ def test_look_tables_statistics_flow_and_undo(page: Any, studio: Studio) -> None
     assert studio.bended.bended_keys() == []
 
 
+def test_the_node_panel_plays_a_channel_soloed_bypassed_and_its_activation(
+    page: Any, studio: Studio
+) -> None:
+    p = page.page
+    p.click('g.tb-graph-node[data-name="encoder_1"]')
+    p.click("#tab-node")
+    p.wait_for_selector("#node-info[data-loaded='1'][data-name='encoder_1']")
+    assert p.get_attribute("#audition-channel", "max") == "63"
+    p.fill("#audition-channel", "2")
+    loaded = "() => document.querySelector('#audition-player').readyState >= 1"
+    whole = studio.library.get(studio.current).audio.shape[-1] / 44100
+    for mode, path, seconds in [
+        ("solo", "/api/audition?name=encoder_1&mode=solo&channel=2", whole),
+        ("bypass", "/api/audition?name=encoder_1&mode=bypass&channel=2", whole),
+        ("activation", "/api/audition/activation?name=encoder_1&fn=forward&channel=2", 2.0),
+    ]:
+        p.click(f"#audition button[data-mode='{mode}']")
+        assert p.get_attribute("#audition-player", "data-url") == path
+        p.wait_for_function(loaded)
+        duration = p.evaluate("() => document.querySelector('#audition-player').duration")
+        assert duration == pytest.approx(seconds, abs=0.01)
+        p.evaluate("() => document.querySelector('#audition-player').pause()")
+    assert studio.bended.bended_keys() == []  # the solo was for the render only
+    p.fill("#audition-channel", "64")
+    p.click("#audition button[data-mode='solo']")
+    p.wait_for_selector("#error:has-text('it has 64 channels')")
+    page.console_errors[:] = [e for e in page.console_errors if FAILED_REQUEST not in e]
+
+
 def test_bad_input_is_shown_on_the_page_and_changes_nothing(page: Any, studio: Studio) -> None:
     p = page.page
     p.fill("#target", "no_such_node$")

@@ -201,6 +201,71 @@ def test_an_activation_panel_gives_its_health_against_the_unbent_run(
     assert row.unbent is not None and bent["unbent"]["rms"] == pytest.approx(row.unbent.rms)
 
 
+# -- auditions ---------------------------------------------------------------------------------
+
+STEP = 1 / 32768
+"""The WAV files are 16-bit: a sample read back is within one step of what was written."""
+
+
+def test_a_channel_soloed_or_bypassed_is_the_render_with_it_bent(
+    client: Client, studio: Studio
+) -> None:
+    from torchbend.discover.audition import auditioning
+
+    client.ok("POST", "/api/bendings", MASK)
+    config = client.ok("GET", "/api/config")["config"]
+    audio = studio.library.get(studio.current).audio[:, :11025]
+    before, _ = studio.render_with(studio.bended, audio, "the bent model")
+    got = {}
+    for mode in ("solo", "bypass"):
+        status, data = client.get(
+            f"/api/audition?name=decoder_1&channel=3&mode={mode}&seconds=0.25"
+        )
+        assert status == 200, data
+        got[mode], rate = decode_wav(data)
+    with auditioning(studio.bended, "decoder_1", 3, "solo"):
+        expected, _ = studio.render_with(studio.bended, audio, "solo")
+    assert rate == 44100 and got["solo"].shape == expected.shape == (1, 11025)
+    assert (got["solo"] - expected).abs().max() <= STEP
+    assert (got["solo"] - got["bypass"]).abs().max() > 0.01
+    assert (got["solo"] - before).abs().max() > 0.01
+    assert client.ok("GET", "/api/config")["config"] == config
+    after, _ = studio.render_with(studio.bended, audio, "the bent model")
+    assert torch.equal(after, before)
+
+
+def test_an_activation_plays_as_a_sound(client: Client, studio: Studio) -> None:
+    from torchbend.discover.audition import as_audio
+
+    status, data = client.get("/api/audition/activation?name=encoder_1&channel=2")
+    assert status == 200, data
+    got, rate = decode_wav(data)
+    audio = studio.library.get(studio.current).audio[:, : int(2.0 * 44100)]
+    value, length = studio.activation_on("encoder_1", "forward", audio)
+    assert length == 11 * 8192 and value.shape[-1] == 11 * 512  # by blocks of 8192
+    expected = as_audio(value, length, 44100, 2)[..., : audio.shape[-1]]
+    assert rate == 44100 and got.shape == expected.shape
+    assert (got - expected).abs().max() <= STEP and got.abs().max() > 0.4
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "message"),
+    [
+        ("/api/audition?name=decodr_1", 404, "did you mean 'decoder_1'"),
+        ("/api/audition?name=decoder_1&channel=64", 422, "it has 64 channels along axis 1"),
+        ("/api/audition?name=decoder_1&mode=mute", 400, "'mode' is one of solo, bypass"),
+        ("/api/audition?name=decoder_1&channel=x", 400, "channel is a whole number"),
+        ("/api/audition?name=decoder_1&seconds=-1", 400, "'seconds' is a number of seconds"),
+        ("/api/audition", 400, "give the name"),
+        ("/api/audition/activation?name=encoder_1&channel=-65", 422, "has 64 channels"),
+        ("/api/audition/activation?name=encoder_1&fn=decode", 404, "no traced method"),
+    ],
+)
+def test_auditions_of_what_does_not_exist(client: Client, path: str, status: int, message: str):
+    got_status, error = client.get(path)
+    assert got_status == status and message in error["error"], error
+
+
 def test_weight_statistics(client: Client, studio: Studio) -> None:
     got = client.ok("GET", "/api/stats/weight?name=encoder.0.weight")
     w = studio.bended.weight("encoder.0.weight")

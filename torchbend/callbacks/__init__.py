@@ -1,6 +1,6 @@
 """Bending callbacks: small modules that bend a weight or an activation."""
 
-from .ablation import Ablate, Offset, Randomize
+from .ablation import Ablate, Bypass, Offset, Randomize, Solo
 from .affine import Affine, Bias, Scale
 from .argument import Argument
 from .base import BendingCallback, Chain
@@ -27,6 +27,7 @@ __all__ = [
     "Argument",
     "BendingCallback",
     "Bias",
+    "Bypass",
     "Capture",
     "Chain",
     "Clamp",
@@ -51,6 +52,7 @@ __all__ = [
     "Scale",
     "Snapshot",
     "SoftClip",
+    "Solo",
     "Spread",
     "Steer",
     "Tanh",

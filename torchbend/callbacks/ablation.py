@@ -1,6 +1,7 @@
-"""Ablation: zero channels, replace elements by random values, offset channels at random."""
+"""Ablation: zero channels (or every channel but some), replace elements by random values,
+offset channels at random."""
 
-# No ``from __future__ import annotations``: TorchScript reads the type of Ablate's
+# No ``from __future__ import annotations``: TorchScript reads the type of Ablate's and Solo's
 # ``channel_list`` (an empty list without channels) only from a class annotation that is a
 # real type.
 
@@ -12,10 +13,11 @@ from ..controls import Control
 from ..errors import BendingError
 from .argument import Argument
 from .axes import as_dim, kept_shape, normalized_dim
+from .base import BendingCallback
 from .draws import draw_key
 from .seeded import Seeded
 
-__all__ = ["Ablate", "Offset", "Randomize"]
+__all__ = ["Ablate", "Bypass", "Offset", "Randomize", "Solo"]
 
 
 def _as_channels(owner: str, channels: int | Sequence[int] | None) -> list[int]:
@@ -29,6 +31,23 @@ def _as_channels(owner: str, channels: int | Sequence[int] | None) -> list[int]:
             f"negative counting from the end), or None, got {channels!r}"
         )
     return found
+
+
+def _check_channels(
+    cb: BendingCallback, channels: list[int], dim: int, shape: torch.Size, name: str
+) -> int:
+    """The axis ``dim`` of ``shape``, or a :class:`BendingError` if it has none or a channel
+    of ``channels`` is out of range along it (naming how many channels it has)."""
+    axis = normalized_dim(repr(cb), dim, shape, name)
+    size = shape[axis]
+    wrong = [c for c in channels if not -size <= c < size]
+    if wrong:
+        raise BendingError(
+            f"{cb!r} cannot bend '{name}' of shape {list(shape)}: channels {wrong} are out "
+            f"of range for its {size} channels along dim={dim}; give indices from 0 to "
+            f"{size - 1} (or from -{size} to -1)"
+        )
+    return axis
 
 
 class Ablate(Seeded):
@@ -100,14 +119,7 @@ class Ablate(Seeded):
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
     ) -> None:
-        axis = normalized_dim(repr(self), self.dim, shape, name)
-        size = shape[axis]
-        wrong = [c for c in self.channel_list if not -size <= c < size]
-        if wrong:
-            raise BendingError(
-                f"{self!r} cannot bend '{name}' of shape {list(shape)}: channels {wrong} are out "
-                f"of range for its {size} channels along dim={self.dim}"
-            )
+        _check_channels(self, self.channel_list, self.dim, shape, name)
         self.draw(name, list(shape), dtype, device)
 
     def draw(self, name: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
@@ -133,6 +145,75 @@ class Ablate(Seeded):
         keep = self.state(name)
         self.check_broadcast(keep, x, name)
         if self.fraction == 0.0 and not self.has_channels:
+            return x
+        return torch.where(keep, x, torch.zeros_like(x))
+
+
+Bypass = Ablate
+"""Another name of :class:`Ablate`: ``Bypass(channels)`` zeroes the listed channels (the
+other half of :class:`Solo`)."""
+
+
+class Solo(BendingCallback):
+    """Keep only the listed channels of the target, every other channel zeroed.
+
+    The opposite of ``Ablate(channels)`` (also named ``Bypass``): solo a channel of an
+    activation to hear what it carries alone (:func:`torchbend.discover.audition`).
+
+    Args:
+        channels: indices of the channels kept (along ``dim``), an int or a non-empty
+            sequence of ints (negative indices count from the end); the first by default.
+        dim: the axis of channels (negative axes count from the end); ``-2``, the channels
+            of a ``[batch, channels, time]`` activation.
+        active: ``False`` is the identity. May be a bool control, to switch the solo live.
+
+    Shape:
+        - Input: any shape with the traced size along ``dim`` (and, for a ``dim`` counted
+          from the start, the traced number of axes).
+        - Output: same as input.
+
+    Example:
+        >>> import torch
+        >>> from torchbend.callbacks import Solo
+        >>> solo = Solo(channels=1)
+        >>> solo.register_target("act", torch.Size([1, 3, 2]), torch.float32, torch.device("cpu"))
+        >>> solo(torch.ones(1, 3, 2), "act")
+        tensor([[[0., 0.],
+                 [1., 1.],
+                 [0., 0.]]])
+    """
+
+    channel_list: list[int]
+    """The channels kept (indices along ``dim``)."""
+
+    active = Argument(bool, neutral=False)
+
+    def __init__(
+        self, channels: int | Sequence[int] = 0, dim: int = -2, active: bool | Control = True
+    ) -> None:
+        super().__init__()
+        owner = type(self).__name__
+        self.channels = channels
+        self.channel_list = _as_channels(owner, channels)
+        if not self.channel_list:
+            raise BendingError(f"{owner}: give at least one channel to keep, got {channels!r}")
+        self.dim = as_dim(owner, dim)
+        self.active = active
+
+    def register_target(
+        self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        axis = _check_channels(self, self.channel_list, self.dim, shape, name)
+        keep = torch.zeros(shape[axis], dtype=torch.bool, device=device)
+        keep[self.channel_list] = True
+        view = [1] * len(shape)
+        view[axis] = shape[axis]
+        self.add_state(name, keep.view(view))
+
+    def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        keep = self.state(name)
+        self.check_broadcast(keep, x, name)
+        if not self.active:
             return x
         return torch.where(keep, x, torch.zeros_like(x))
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import TorchbendError
 from .commands import (
+    cmd_audition,
     cmd_bend,
     cmd_callbacks,
     cmd_check,
@@ -41,6 +42,7 @@ COMMANDS = (
     cmd_studio,
     cmd_sweep,
     cmd_discover,
+    cmd_audition,
 )
 """The modules of the subcommands, in the order ``torchbend --help`` lists them: each has
 ``add_parser(subparsers)`` (its options, with ``run`` as the parser's default) and

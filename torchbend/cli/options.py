@@ -18,6 +18,7 @@ __all__ = [
     "add_input_option",
     "add_model_options",
     "add_safety_option",
+    "add_sound_options",
     "block_size",
     "count",
     "device",
@@ -155,6 +156,17 @@ def add_safety_option(p: argparse.ArgumentParser) -> None:
         "NaN silenced, DC removed, a soft limiter within -0.3 dBFS, sound below -1.9 dBFS "
         "untouched) and say what it did; --no-safety writes the model's output as it is "
         "(a 16-bit file clips it at full scale)",
+    )
+
+
+def add_sound_options(p: argparse.ArgumentParser) -> None:
+    """--sound FILE and --seconds S (what ``resolve.sound_input`` reads)."""
+    p.add_argument("--sound", required=True, help="the audio file to run (WAV, FLAC or OGG)")
+    p.add_argument(
+        "--seconds",
+        type=seconds,
+        default=None,
+        help="run only the first SECONDS of the sound (default: all of it, in one pass)",
     )
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "parse_bend",
     "parse_shape",
     "shows_progress",
+    "sound_input",
 ]
 
 
@@ -62,6 +63,19 @@ def apply_bendings(bended: BendedModule, args: argparse.Namespace) -> list[str]:
         cb, pattern = parse_bend(spec)
         keys += bended.bend(cb, pattern)
     return keys
+
+
+def sound_input(args: argparse.Namespace, bended: BendedModule) -> tuple[torch.Tensor, int]:
+    """--sound (mono, at the model's rate), cut to its first --seconds, as ``[1, time]``, and
+    its rate; a sound of no samples is an error."""
+    from ..audio import load
+
+    audio, rate = load(args.sound, sample_rate=model_sample_rate(bended.module), mono=True)
+    if args.seconds is not None:
+        audio = audio[:, : int(args.seconds * rate)]
+    if audio.shape[-1] == 0:
+        raise TorchbendError(f"--sound {args.sound} holds no samples to run; give a longer one")
+    return audio, rate
 
 
 def example_input(args: argparse.Namespace, bended: BendedModule) -> torch.Tensor:

@@ -1,7 +1,8 @@
 """Discovery: find what is worth bending in a model (which channels move which descriptor of
-the sound, the direction from one example sound to another, a knob for a descriptor), and
-what a bending did to it (the health of each node)."""
+the sound, the direction from one example sound to another, a knob for a descriptor), what a
+bending did to it (the health of each node), and what a channel sounds like (audition)."""
 
+from .audition import activation_audio, activation_image, audition, auditioning
 from .health import HealthReport, HealthRow, RunStats, health
 from .knob import Knob, knob
 from .rank import ChannelEffect, Ranking, rank
@@ -14,6 +15,10 @@ __all__ = [
     "Knob",
     "Ranking",
     "RunStats",
+    "activation_audio",
+    "activation_image",
+    "audition",
+    "auditioning",
     "health",
     "knob",
     "rank",

@@ -82,6 +82,47 @@ async def weight_stats(request: Request) -> Response:
     return reply(await run_in_threadpool(_studio(request).weight_stats, _name(request)))
 
 
+def _query_int(request: Request, key: str) -> int | None:
+    text = request.query_params.get(key)
+    if text is None or text == "":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise StudioError(f"{key} is a whole number, got {text!r}") from None
+
+
+def _query_seconds(request: Request) -> float | None:
+    text = request.query_params.get("seconds")
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise StudioError(f"seconds is a number of seconds above 0, got {text!r}") from None
+
+
+def _wav(data: bytes) -> Response:
+    return Response(data, media_type="audio/wav")
+
+
+async def audition(request: Request) -> Response:
+    """The current sound with a channel of a node soloed or bypassed, as WAV:
+    ``?name=NODE&channel=C&mode=solo|bypass&seconds=S``."""
+    q = request.query_params
+    auditions = _studio(request).auditions
+    mode = q.get("mode", "solo")
+    channel, seconds = _query_int(request, "channel"), _query_seconds(request)
+    return _wav(await run_in_threadpool(auditions.render, _name(request), channel, mode, seconds))
+
+
+async def activation_audio(request: Request) -> Response:
+    """A node's activation over time as a sound, as WAV: ``?name=NODE&channel=C&fn=FN``."""
+    fn, channel = request.query_params.get("fn"), _query_int(request, "channel")
+    auditions = _studio(request).auditions
+    return _wav(await run_in_threadpool(auditions.activation, _name(request), fn, channel))
+
+
 async def callbacks(request: Request) -> Response:
     from .describe import callback_forms
 
@@ -191,6 +232,8 @@ API_ROUTES = [
     Route("/api/activations", activations),
     Route("/api/stats/activation", activation_stats),
     Route("/api/stats/weight", weight_stats),
+    Route("/api/audition", audition),
+    Route("/api/audition/activation", activation_audio),
     Route("/api/callbacks", callbacks),
     Route("/api/config", Config),
     Route("/api/bendings", add, methods=["POST"]),

@@ -1,8 +1,8 @@
 """The studio's state: one model, what the page sees of it, its bending (``studio.editor``,
 :mod:`torchbend.studio.bending`), the sounds and the renders.
 
-Every request of the server is a call of :class:`Studio` or of its editor; the server adds
-only HTTP.
+Every request of the server is a call of :class:`Studio`, of its editor or of its auditions
+(:mod:`torchbend.studio.auditions`); the server adds only HTTP.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from ..errors import StudioError, TorchbendError, did_you_mean
 from ..sweep.jobs import encode
 from ..sweep.measure import measure
 from . import describe
+from .auditions import Auditions
 from .bending import BendingEditor
 from .sounds import Limits, SoundLibrary, spectrogram, waveform
 
@@ -143,6 +144,8 @@ class Studio:
         trace_audio(self.plain, fn, example)
         self.editor = BendingEditor(self.bended, self.lock, self.output / "configs")
         """The bending, as the page edits it."""
+        self.auditions = Auditions(self)
+        """A channel of a node soloed or bypassed, or an activation, as a sound."""
         self.renders: OrderedDict[str, Render] = OrderedDict()
         self.last_render: dict[str, Any] | None = None
         """What :meth:`render` answered last: the page shows it again when it is reloaded."""
@@ -208,17 +211,9 @@ class Studio:
             sound = self.library.get(self.current)
             length = min(sound.audio.shape[-1], int(self.stats_seconds * self.sample_rate))
             audio = sound.audio[:, :length]
-            argument = self.bended.view().signature(fn).names[0]
-            pattern = re.escape(name) + "$"
             try:
-                if self.block_size is None:
-                    x = padded(audio, self.ratio)
-                    with torch.inference_mode():
-                        inputs: dict[str, Any] = {argument: x}
-                        value = self.bended.get_activations(pattern, fn=fn, **inputs)[name]
-                else:
-                    value = self._streamed_activation(pattern, name, fn, argument, audio)
-                row = self._health(pattern, fn, audio)
+                value, _ = self.activation_on(name, fn, audio)
+                row = self._health(re.escape(name) + "$", fn, audio)
             except TorchbendError as e:
                 raise StudioError(f"statistics of {name}: {e}", 422) from None
             stats = describe.statistics(name, "activation", value)
@@ -240,24 +235,32 @@ class Studio:
         reset_cache(module)
         return report.rows[0]
 
-    def _streamed_activation(
-        self, pattern: str, name: str, fn: str, argument: str, audio: torch.Tensor
-    ) -> torch.Tensor:
-        assert self.block_size is not None
+    def activation_on(self, name: str, fn: str, audio: torch.Tensor) -> tuple[torch.Tensor, int]:
+        """Activation ``name`` of ``fn`` on ``audio`` (``[channels, time]``), bent as configured,
+        and the length it ran on (``audio`` padded): in one pass, or, for a model that streams,
+        block by block from a clean state, the blocks joined along time (the first block's
+        alone where their shapes differ along another axis)."""
+        argument = self.bended.view().signature(fn).names[0]
+        pattern = re.escape(name) + "$"
+        if self.block_size is None:
+            x = padded(audio, self.ratio)
+            with torch.inference_mode():
+                inputs: dict[str, Any] = {argument: x}
+                return self.bended.get_activations(pattern, fn=fn, **inputs)[name], x.shape[-1]
         block = self.block_size
         x = torch.nn.functional.pad(audio, (0, -audio.shape[-1] % block))[None]
         reset_cache(self.bended.module)
         values = []
         with torch.inference_mode():
             for start in range(0, x.shape[-1], block):
-                inputs: dict[str, Any] = {argument: x[..., start : start + block]}
+                inputs = {argument: x[..., start : start + block]}
                 got = self.bended.get_activations(pattern, fn=fn, **inputs)
                 values.append(got[name])
         reset_cache(self.bended.module)
         first = values[0]
         if all(v.shape[:-1] == first.shape[:-1] for v in values):
-            return torch.cat(values, -1)
-        return first
+            return torch.cat(values, -1), x.shape[-1]
+        return first, block
 
     # -- sounds and renders ----------------------------------------------------------------------
 
@@ -296,12 +299,12 @@ class Studio:
         with self.lock:
             key = (sound.id, audio.shape[-1])
             if key not in self._unbent:
-                self._unbent[key], _ = self._render(self.plain, audio, "the unbent model")
+                self._unbent[key], _ = self.render_with(self.plain, audio, "the unbent model")
                 while len(self._unbent) > RENDERS:  # unbent renders of sounds no longer played
                     self._unbent.popitem(last=False)
             unbent = self._unbent[key]
             start = time.perf_counter()
-            bended, limited = self._render(self.bended, audio, "the bent model")
+            bended, limited = self.render_with(self.bended, audio, "the bent model")
             elapsed = time.perf_counter() - start
             self._count += 1
             render_id = f"r{self._count}"
@@ -349,7 +352,7 @@ class Studio:
             raise StudioError(f"a render has the files {list(_KINDS)}, not {kind!r}", 404)
         return render_.files[kind]
 
-    def _render(
+    def render_with(
         self, model: BendedModule, audio: torch.Tensor, what: str
     ) -> tuple[torch.Tensor, SafetyStats | None]:
         """``audio`` through ``model``, and what the safety stage did (``None`` without it)."""

@@ -8,10 +8,8 @@ from typing import Any
 
 from ...audio.render import padded, ratio_of, trace_audio
 from ...discover import health
-from ...errors import TorchbendError
-from ...models.rates import model_sample_rate
-from ..options import add_bend_options, add_model_options, seconds, subcommand
-from ..resolve import apply_bendings, bended_model
+from ..options import add_bend_options, add_model_options, add_sound_options, subcommand
+from ..resolve import apply_bendings, bended_model, sound_input
 
 __all__ = ["add_parser", "run"]
 
@@ -24,13 +22,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "name the first that went silent, NaN, Inf or exploded",
     )
     add_model_options(p)
-    p.add_argument("--sound", required=True, help="the audio file to run (WAV, FLAC or OGG)")
-    p.add_argument(
-        "--seconds",
-        type=seconds,
-        default=None,
-        help="run only the first SECONDS of the sound (default: all of it, in one pass)",
-    )
+    add_sound_options(p)
     add_bend_options(p)
     p.add_argument(
         "--nodes", default=None, help="a pattern choosing the nodes to probe (default: all)"
@@ -41,14 +33,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ...audio import load
-
     model = bended_model(args)
-    audio, rate = load(args.sound, sample_rate=model_sample_rate(model.module), mono=True)
-    if args.seconds is not None:
-        audio = audio[:, : int(args.seconds * rate)]
-    if audio.shape[-1] == 0:
-        raise TorchbendError(f"--sound {args.sound} holds no samples to run; give a longer one")
+    audio, _ = sound_input(args, model)
     x = padded(audio, ratio_of(model.module))
     trace_audio(model, args.fn, x)
     keys = apply_bendings(model, args)

@@ -592,8 +592,65 @@ function renderNodeInfo(kind, name, node, st, problem) {
   const dl = el("dl", { class: "stats" });
   for (const [k, v] of rows) dl.append(el("dt", { text: k }), el("dd", { text: String(v), dataset: { stat: k } }));
   const children = [dl];
+  if (kind === "activation" && st && st.shape && st.shape.length >= 2) {
+    children.push(auditionControls(name, st.shape));
+  }
   if (problem) children.push(el("p", { class: "field-error", text: problem }));
   $("#node-info").replaceChildren(...children);
+}
+
+// ---------------------------------------------------------------- audition
+
+// A channel of the node soloed or bypassed in a render of the current sound, or the node's
+// activation over time as a sound (tb.discover.audition): played by the panel's own player.
+function auditionControls(name, shape) {
+  const channels = shape[1];
+  const channel = el("input", {
+    id: "audition-channel", type: "number", min: 0, max: channels - 1, step: 1, value: "0",
+    class: "audition-channel", "aria-label": `channel to audition, 0 to ${channels - 1}; empty: every channel`,
+  });
+  const button = (mode, text, title) =>
+    el("button", { type: "button", class: "audition", dataset: { mode }, title, text, onclick: () => audition(name, mode) });
+  const player = el("audio", { id: "audition-player", controls: true, preload: "none" });
+  player.addEventListener("error", () => {
+    if (!player.getAttribute("src")) return;
+    // The element cannot read the studio's answer: ask it again for its message.
+    api(player.dataset.url).then(() => showError("cannot play the audition"), showError);
+  });
+  return el(
+    "div", { class: "audition-box", id: "audition" },
+    el("label", { for: "audition-channel", class: "muted", text: `channel (of ${channels})` }), channel,
+    button("solo", "Solo", "render the current sound with only this channel of the node"),
+    button("bypass", "Bypass", "render the current sound with this channel of the node zeroed"),
+    button("activation", "Hear activation", "the node's activation over time (this channel) as a sound"),
+    player,
+  );
+}
+
+function audition(name, mode) {
+  const text = $("#audition-channel").value.trim();
+  if (text !== "" && !/^-?\d+$/.test(text)) {
+    showError(`the channel is a whole number (or empty, for every channel), got “${text}”`);
+    return;
+  }
+  const channel = text === "" ? "" : `&channel=${enc(text)}`;
+  const url = mode === "activation"
+    ? `/api/audition/activation?name=${enc(name)}&fn=${enc(S.method)}${channel}`
+    : `/api/audition?name=${enc(name)}&mode=${mode}${channel}`;
+  const player = $("#audition-player");
+  player.dataset.url = url;
+  player.dataset.mode = mode;
+  player.src = withToken(url);
+  const what = text === "" ? "every channel" : `channel ${text}`;
+  setStatus(mode === "activation" ? `playing ${name}, ${what}` : `rendering with ${name} ${what} ${mode === "solo" ? "soloed" : "bypassed"}…`);
+  const p = player.play();
+  if (p && typeof p.catch === "function") {
+    p.catch((e) => {
+      if (e && e.name === "AbortError") return; // a new source replaced this one
+      if (e && e.name === "NotSupportedError") return; // the error event says why
+      showError(`cannot play the audition: ${e.message || e}`);
+    });
+  }
 }
 
 // The node's health: the bent run against the unbent one (tb.discover.health).
