@@ -16,6 +16,7 @@ from .quality import loudness_lufs
 __all__ = [
     "NAMES",
     "PERCEPTIBLE",
+    "PRIMARY",
     "Descriptor",
     "change",
     "check_descriptor",
@@ -88,6 +89,12 @@ ways nobody hears (and no onset at all is no rate to take a ratio of)."""
 
 NAMES: tuple[str, ...] = tuple(PERCEPTIBLE)
 """The names :func:`perceive` gives, in its order."""
+
+PRIMARY: tuple[str, ...] = ("loudness", "brightness", "pitch", "noisiness")
+"""The qualities a collateral change is counted on. The flatness, the bandwidth and the onset
+rate are measured and reported but not counted: in a harmonic sound the flatness and the
+bandwidth follow the brightness (a brighter spectrum is flatter and wider), and an onset rate
+read on a short sound moves by a whole onset per excerpt."""
 
 SHORTEST_SECONDS = 0.1
 """The shortest sound the descriptors read: a few frames of YIN (2048 samples) and of the

@@ -4,11 +4,12 @@ bending did to it (the health of each node), and what a channel sounds like (aud
 
 from .audition import activation_audio, activation_image, audition, auditioning
 from .health import HealthReport, HealthRow, RunStats, health
-from .knob import Knob, knob
+from .knob import POSITIONS, Knob, knob
 from .rank import ChannelEffect, Ranking, rank
 from .steering import steer_between, steering_vector
 
 __all__ = [
+    "POSITIONS",
     "ChannelEffect",
     "HealthReport",
     "HealthRow",

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..audio.perceptual import PERCEPTIBLE, change, check_descriptor, descriptor_changes, perceive
+from ..audio.perceptual import (
+    PERCEPTIBLE,
+    PRIMARY,
+    change,
+    check_descriptor,
+    descriptor_changes,
+    perceive,
+)
 from ..callbacks.steer import Steer
 from ..controls import BendingParameter
 from ..errors import DiscoveryError
@@ -33,12 +40,17 @@ RMS (over the channels) of ``span`` times the node's RMS."""
 LOUDNESS_LU = 3.0
 """How far from the unbent loudness a knob of another descriptor may take the sound."""
 
+LEAST_STEPS = 4.0
+"""What a knob moves its descriptor by, end to end, at least, on every sound it is calibrated
+on: less is within what the descriptors' own noise undoes on another sound."""
+
 LEADING = 0.25
 """The channels of a knob's direction move the descriptor at least this share of what the
 channel that moves it most does: weaker ones would add collateral changes more than effect."""
 
-MONOTONIC = 0.9
-"""The Spearman correlation of knob position and descriptor a knob keeps on every sound."""
+MONOTONIC = 0.95
+"""The Spearman correlation of knob position and descriptor a knob keeps on every sound it is
+calibrated on: a margin over the 0.9 a knob should keep on sounds it has not met."""
 
 
 @dataclass
@@ -146,7 +158,8 @@ def knob(
             continue
         span, response, loudness, collateral = found
         moved = torch.tensor([change(descriptor, v[0], v[-1]) for v in response])
-        candidate = float(moved.nanmedian()) / max(collateral, 1.0)
+        finite = moved[~moved.isnan()]
+        candidate = float(finite.min()) / max(collateral, 1.0) if finite.numel() else math.nan
         if math.isnan(candidate):
             tried.append(f"{node}: no change measured")
             continue
@@ -185,14 +198,16 @@ def _calibrate(
     rate: int,
     config: Any,
 ) -> tuple[float, list[list[float]], list[list[float]], float] | None:
-    """Of the spans that pass, the one whose change of the descriptor (end to end, the
-    median over the sounds) over its largest collateral change (at least 1 step) is largest:
+    """Of the spans that pass, the one whose change of the descriptor (end to end, on the
+    sound it moves least) over its largest collateral change (at least 1 step) is largest:
     the span, each sound's descriptor and loudness at each position, and the collateral
     change; None if no span passes.
 
     A span passes when every render is finite and unclipped, the descriptor follows the
-    knob on every sound that has it unbent (a pitch needs a pitched sound), and, for another
-    descriptor than the loudness, every render stays within :data:`LOUDNESS_LU`."""
+    knob on every sound that has it unbent (a pitch needs a pitched sound) and moves at least
+    :data:`LEAST_STEPS` on each, and, for another descriptor than the loudness, every render
+    stays within :data:`LOUDNESS_LU`. Collateral changes are counted on the other qualities of
+    :data:`~torchbend.audio.perceptual.PRIMARY`."""
     count = len(before)
     has = [math.isfinite(b[descriptor]) for b in before]
     positions = torch.tensor(POSITIONS)
@@ -227,13 +242,13 @@ def _calibrate(
             for end in (row[0], row[-1]):
                 moved = descriptor_changes(b, end)
                 others = [
-                    abs(v)
-                    for k, v in moved.items()
-                    if PERCEPTIBLE[k].quality != quality and not math.isnan(v)
+                    abs(moved[k]) for k in PRIMARY if k != quality and not math.isnan(moved[k])
                 ]
                 collateral = max(collateral, *others, 0.0)
         ends = [change(descriptor, r[0], r[-1]) for r, h in zip(response, has) if h]
-        found = float(torch.tensor(ends).median()) / max(collateral, 1.0)
+        if min(ends) < LEAST_STEPS:
+            continue  # too little to hold on another sound
+        found = min(ends) / max(collateral, 1.0)  # the sound it moves least decides
         if found >= score:
             best, score = (span, response, loudness, collateral), found
     return best
