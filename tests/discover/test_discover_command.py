@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import torch
+
 import torchbend as tb
 from tests.command import in_process
 from torchbend.discover import rank
@@ -34,3 +36,27 @@ def test_bad_arguments_are_named_before_any_work(tmp_path) -> None:
         str(tmp_path / "a.txt"),
     )  # fmt: skip
     assert done.returncode != 0 and ".png" in done.stderr
+
+
+def test_the_command_saves_the_knob_python_finds(tmp_path) -> None:
+    voice, rate = tb.audio.io.load("assets/sounds/voice.wav", mono=True)
+    sound = voice[0, :11264]
+    config = tmp_path / "knob.json"
+    done = in_process(
+        "discover", "tiny_ddsp", "--sound", "assets/sounds/voice.wav", "--descriptor", "pitch",
+        "--targets", "^cat$", "--seconds", "0.26", "--knob", str(config),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {config}" in done.stdout
+    bended = tb.BendedModule(tb.models.load("tiny_ddsp"))
+    ranking = rank(bended, {"voice": sound}, "pitch", targets="^cat$", rate=rate)
+    found = tb.discover.knob(bended, {"voice": sound}, "pitch", ranking=ranking, rate=rate)
+    found.attach(bended)
+    x = sound[None, None]
+    with torch.inference_mode():
+        bended.update("pitch", 0.75, ramp=False)
+        expected = bended(x)
+        bended.reset()
+        bended.bend(tb.BendingConfig.load(config))
+        bended.update("pitch", 0.75, ramp=False)
+        assert torch.equal(bended(x), expected)

@@ -55,7 +55,7 @@ def test_a_planted_channel_is_specific_and_the_distractor_that_does_two_things_i
     rankings: dict[str, tb.discover.Ranking],
 ) -> None:
     rows = {(r.node, r.channel): r for r in rankings["brightness"].rows}
-    assert rows[PLANTED["brightness"]].specificity > 2.0  # the spread widens too
+    assert rows[PLANTED["brightness"]].specificity > 3.0
     assert rows[SEVERAL].specificity < rows[PLANTED["brightness"]].specificity
     idle = [r for r in rankings["brightness"].rows if r.node == IDLE]
     assert idle and all(r.effect == 0.0 for r in idle)

@@ -16,6 +16,7 @@ import torch
 from ..audio.perceptual import (
     NAMES,
     PERCEPTIBLE,
+    PRIMARY,
     check_descriptor,
     descriptor_changes,
     perceive,
@@ -46,8 +47,9 @@ class ChannelEffect:
     (:data:`torchbend.audio.perceptual.NAMES`) to its signed change in perceptible steps per
     probe (the slope between the ``+`` and ``-`` probes, averaged over the sounds);
     ``effect`` is the ranked descriptor's, ``specificity`` its size over the largest change of
-    another quality (the bandwidth is no collateral of the brightness, nor the flatness of
-    the noisiness: :attr:`~torchbend.audio.perceptual.Descriptor.family`), ``random_ratio``
+    another quality of :data:`~torchbend.audio.perceptual.PRIMARY` (loudness, brightness,
+    pitch, noisiness: the bandwidth is no collateral of the brightness, nor the flatness of
+    the noisiness), ``random_ratio``
     its size over that of a random direction of the same norm at the same node."""
 
     node: str
@@ -358,11 +360,7 @@ def _row(
 ) -> ChannelEffect:
     effect = changes[descriptor]
     quality = PERCEPTIBLE[descriptor].quality
-    others = [
-        abs(v)
-        for k, v in changes.items()
-        if PERCEPTIBLE[k].quality != quality and not math.isnan(v)
-    ]
+    others = [abs(changes[k]) for k in PRIMARY if k != quality and not math.isnan(changes[k])]
     largest = max(others, default=0.0)
     specificity = abs(effect) / largest if largest > 0 else math.inf
     control = random[descriptor]

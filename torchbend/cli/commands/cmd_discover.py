@@ -11,7 +11,7 @@ import torch
 
 from ...audio.perceptual import NAMES
 from ...audio.render import ratio_of
-from ...discover import rank
+from ...discover import knob, rank
 from ...discover.probes import PROBES
 from ...discover.rank import input_name
 from ...errors import TorchbendError
@@ -51,6 +51,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seeds the random directions")
     p.add_argument("--picture", help="write the ranking's picture here (PNG)")
     p.add_argument("--records", help="write every row here (JSON, a list of records)")
+    p.add_argument(
+        "--knob",
+        metavar="CONFIG",
+        help="also find the knob for the descriptor (tb.discover.knob: a Steer driven by a "
+        "control from -1 to 1, named like the descriptor) and save it, after the bendings "
+        "given, as a bending configuration here (JSON), ready for --config",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.set_defaults(run=run)
     return p
@@ -70,6 +77,7 @@ def _sounds(args: argparse.Namespace, rate: int, ratio: int) -> dict[str, torch.
 def run(args: argparse.Namespace) -> int:
     picture = output_path(args.picture, "--picture", (".png",)) if args.picture else None
     records = output_path(args.records, "--records", (".json",)) if args.records else None
+    config = output_path(args.knob, "--knob", (".json",)) if args.knob else None
     bended = bended_model(args)
     rate = model_sample_rate(bended.module) or 44100
     sounds = _sounds(args, rate, ratio_of(bended.module))
@@ -103,4 +111,9 @@ def run(args: argparse.Namespace) -> int:
     if records is not None:
         records.write_text(json.dumps(ranking.to_records(), indent=1) + "\n")
         print(f"wrote {records}")
+    if config is not None:
+        found = knob(bended, sounds, args.descriptor, ranking=ranking, fn=args.fn, rate=rate)
+        found.attach(bended)  # after the bendings given, which it was calibrated on
+        bended.bending_config().save(config)
+        print(f"{found}\nwrote {config}")
     return 0
