@@ -112,7 +112,7 @@ def _same_model(bended: BendedModule, model: str | None, engine: str | Engine) -
     theirs = load_model(model).state_dict()
     ours = bended.module.state_dict()
     differ = sorted(set(theirs) ^ set(ours)) or [
-        k for k in ours if ours[k].shape != theirs[k].shape or not torch.equal(ours[k], theirs[k])
+        k for k in ours if not torch.equal(ours[k], theirs[k])
     ]
     if differ:
         raise DiscoveryError(
@@ -157,16 +157,16 @@ def remote_slopes(
         ) from None
     assert model is not None  # checked by _same_model
     setup = ProbeSetup(
-        model,
-        fn,
-        argument,
-        sounds,
-        tuple(before),
-        rate,
-        batch,
-        data,
-        torch.get_num_threads(),
-        slopes,
+        model=model,
+        fn=fn,
+        argument=argument,
+        sounds=sounds,
+        before=tuple(before),
+        rate=rate,
+        batch=batch,
+        config=data,
+        threads=torch.get_num_threads(),
+        slopes=slopes,
     )
     try:
         try:
