@@ -119,6 +119,18 @@ def write_section(path: Path, name: str, lines: list[str]) -> None:
     path.write_text(text[: start.end()] + "\n" + "\n".join(lines) + "\n" + text[end:])
 
 
+def write_sections(paths: list[Path], sections: dict[str, list[str]]) -> None:
+    """Write into each of ``paths`` the ``sections`` (by name) it has markers for; a file with
+    none of them is an error (a mistyped path)."""
+    for path in paths:
+        text = path.read_text()
+        found = [name for name in sections if f"<!-- {name}:" in text]
+        if not found:
+            raise SystemExit(f"{path} has none of the sections {', '.join(sections)}")
+        for name in found:
+            write_section(path, name, sections[name])
+
+
 def bench_calls(layers: int, channels: int, length: int, rounds: int) -> list[str]:
     torch.manual_seed(0)
     model = ConvStack(layers, channels).eval()

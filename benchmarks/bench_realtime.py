@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from bench_call import cpu_name, interleaved, write_section
+from bench_call import cpu_name, interleaved, write_sections
 from torch import nn
 
 import torchbend as tb
@@ -280,14 +280,7 @@ def main() -> None:
         + " (plain, bended, bent and exported for nn~ alike), measured by "
         "`python benchmarks/bench_realtime.py` ([docs/realtime.md](docs/realtime.md)).",
     ]
-    for path in args.write:
-        text = path.read_text()
-        sections = {"bench_realtime": lines, "bench_realtime_summary": summary}
-        found = [name for name in sections if f"<!-- {name}:" in text]
-        if not found:
-            raise SystemExit(f"{path} has no 'bench_realtime' nor 'bench_realtime_summary' section")
-        for name in found:
-            write_section(path, name, sections[name])
+    write_sections(args.write, {"bench_realtime": lines, "bench_realtime_summary": summary})
 
 
 if __name__ == "__main__":

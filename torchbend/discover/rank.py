@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ from .probes import PROBES, Probe, probe_batch
 
 if TYPE_CHECKING:
     from ..bended import BendedModule
+    from ..sweep.engines import Engine
 
 __all__ = [
     "ChannelEffect",
@@ -227,6 +228,8 @@ def rank(
     seed: int = 0,
     batch: int = 32,
     progress: Progress | None = None,
+    engine: str | Engine | None = None,
+    model: str | None = None,
 ) -> Ranking:
     """Rank the channels of ``bended``'s activations by how much they move ``descriptor``.
 
@@ -259,10 +262,15 @@ def rank(
         seed: seeds the random directions.
         batch: items per call.
         progress: called with ``(nodes done, nodes, node)`` after each node.
+        engine: ``None`` (probe in this process), or a sweep engine (``"local"``, ``"ray"``,
+            an :class:`~torchbend.sweep.Engine`) with a node per job: the same ranking.
+        model: with an engine, what its workers load (a sweep's model reference: a shipped
+            name, ``module:factory``...): the very model ``bended`` wraps (docs/discover.md).
 
     Raises:
         DiscoveryError: an unknown descriptor or probe, sounds of several lengths or too
-            short, a target without a channel axis, no target matched.
+            short, a target without a channel axis, no target matched; an engine without a
+            ``model`` the workers can load, or with one that is not this model.
     """
     check_descriptor(descriptor)
     if probe not in PROBES:
@@ -294,29 +302,45 @@ def rank(
     config = bended.bending_config()
     generator = torch.Generator().manual_seed(seed)
     ranking = Ranking(descriptor, probe, amount, names, [])
+
+    def node_probes(node: str) -> tuple[str, torch.Tensor, torch.Tensor, int]:
+        activation = values[node].float()
+        width = activation.shape[dim]
+        rms = float(activation.square().mean().sqrt())
+        gains, offsets = probe_batch(probe, list(range(width)), width, amount, rms)
+        directions = torch.randn(randoms, width, generator=generator)
+        directions = directions / directions.norm(dim=1, keepdim=True)
+        pushes = torch.stack([directions, -directions], 1).reshape(-1, width)
+        gains = torch.cat([gains, torch.zeros_like(pushes)])
+        offsets = torch.cat([offsets, amount * rms * pushes])
+        return node, gains, offsets, dim
+
+    found: dict[str, torch.Tensor] = {}
+    done: Iterator[tuple[str, torch.Tensor]]
+    probes = (node_probes(node) for node in nodes)  # drawn in node order, as they are sent
     try:
-        for k, node in enumerate(nodes):
-            activation = values[node].float()
-            width = activation.shape[dim]
-            rms = float(activation.square().mean().sqrt())
-            gains, offsets = probe_batch(probe, list(range(width)), width, amount, rms)
-            directions = torch.randn(randoms, width, generator=generator)
-            directions = directions / directions.norm(dim=1, keepdim=True)
-            pushes = torch.stack([directions, -directions], 1).reshape(-1, width)
-            gains = torch.cat([gains, torch.zeros_like(pushes)])
-            offsets = torch.cat([offsets, amount * rms * pushes])
-            probes = (node, gains, offsets, dim)
-            slopes = _slopes(bended, fn, probes, x, before, rate, batch, config)
-            ranking.random[node] = {
-                name: float(slopes[width:, i].abs().nanmean()) for i, name in enumerate(NAMES)
-            }
-            for channel in range(width):
-                changes = {name: float(slopes[channel, i]) for i, name in enumerate(NAMES)}
-                ranking.rows.append(_row(node, channel, changes, descriptor, ranking.random[node]))
+        if engine is None:
+            done = ((p[0], _slopes(bended, fn, p, x, before, rate, batch, config)) for p in probes)
+        else:
+            from .remote import remote_slopes
+
+            args = (inputs, probes, before, rate, batch, config, _slopes)
+            done = remote_slopes(engine, model, bended, fn, *args)
+        for node, slopes in done:
+            found[node] = slopes
             if progress is not None:
-                progress(k + 1, len(nodes), node)
+                progress(len(found), len(nodes), node)
     finally:
         restore(bended, config)
+    for node in nodes:  # in node order, whatever order the engine gave them back in
+        slopes = found[node]
+        width = slopes.shape[0] - randoms
+        ranking.random[node] = {
+            name: float(slopes[width:, i].abs().nanmean()) for i, name in enumerate(NAMES)
+        }
+        for channel in range(width):
+            changes = {name: float(slopes[channel, i]) for i, name in enumerate(NAMES)}
+            ranking.rows.append(_row(node, channel, changes, descriptor, ranking.random[node]))
     ranking.rows = _sort(ranking.rows)
     return ranking
 

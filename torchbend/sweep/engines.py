@@ -12,10 +12,10 @@ import collections
 import os
 import select
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..errors import SweepError
-from .jobs import Job, Renderer, Setup
+from .jobs import Task, Work
 from .process import WorkerProcess
 from .wire import read_message
 
@@ -33,19 +33,21 @@ MAX_DEATHS = 3
 """A job whose worker died this many times is recorded as failed instead of tried again (it is
 the job that kills them: out of memory, a crash in native code)."""
 
-Result = tuple[Job, dict[str, Any], bytes | None]
+J = TypeVar("J", bound=Task)
+Result = tuple[J, dict[str, Any], bytes | None]
 
 
 class Engine:
-    """Runs jobs on workers that each hold a :class:`Renderer`."""
+    """Runs jobs on workers that each hold what :meth:`Work.renderer` builds (for a sweep, a
+    :class:`~torchbend.sweep.jobs.Renderer`)."""
 
     name = "engine"
     workers = 1
 
-    def start(self, setup: Setup) -> None:
+    def start(self, setup: Work) -> None:
         raise NotImplementedError
 
-    def results(self, jobs: Iterable[Job]) -> Iterator[Result]:
+    def results(self, jobs: Iterable[J]) -> Iterator[Result[J]]:
         raise NotImplementedError
 
     def pids(self) -> list[int]:
@@ -61,22 +63,22 @@ class Engine:
         return f"{self.name}, {self.workers} worker(s)"
 
 
-class _Queue:
+class _Queue(Generic[J]):
     """The jobs still to hand out to workers: those a dead worker held first, then new ones."""
 
-    def __init__(self, jobs: Iterable[Job]) -> None:
+    def __init__(self, jobs: Iterable[J]) -> None:
         self.pending = iter(jobs)
-        self.retry: collections.deque[Job] = collections.deque()
+        self.retry: collections.deque[J] = collections.deque()
         self.deaths: collections.Counter[str] = collections.Counter()
 
-    def next(self) -> Job | None:
+    def next(self) -> J | None:
         """The next job, or ``None`` while there is none."""
         return self.retry.popleft() if self.retry else next(self.pending, None)
 
-    def give_back(self, job: Job) -> None:
+    def give_back(self, job: J) -> None:
         self.retry.append(job)
 
-    def died(self, job: Job, worker: str) -> Result | None:
+    def died(self, job: J, worker: str) -> Result[J] | None:
         """``job``'s worker died rendering it: the job goes back in the queue, or, the
         :data:`MAX_DEATHS`-th time, comes out as a failed render."""
         self.deaths[job.id] += 1
@@ -100,10 +102,10 @@ class InProcess(Engine):
 
     name = "in-process"
 
-    def start(self, setup: Setup) -> None:
-        self.renderer = Renderer(setup)
+    def start(self, setup: Work) -> None:
+        self.renderer = setup.renderer()
 
-    def results(self, jobs: Iterable[Job]) -> Iterator[Result]:
+    def results(self, jobs: Iterable[J]) -> Iterator[Result[J]]:
         for job in jobs:
             row, data = self.renderer.render(job)
             yield job, row, data
@@ -127,7 +129,7 @@ class LocalPool(Engine):
         self.processes: list[WorkerProcess] = []
         self.restarts = 0
 
-    def start(self, setup: Setup) -> None:
+    def start(self, setup: Work) -> None:
         self.setup = setup
         self.processes = [WorkerProcess(setup) for _ in range(self.workers)]
         for process in self.processes:
@@ -136,7 +138,7 @@ class LocalPool(Engine):
     def pids(self) -> list[int]:
         return sorted(p.process.pid for p in self.processes)
 
-    def results(self, jobs: Iterable[Job]) -> Iterator[Result]:
+    def results(self, jobs: Iterable[J]) -> Iterator[Result[J]]:
         queue = _Queue(jobs)
         while True:
             for process in self.processes:
@@ -183,10 +185,10 @@ class LocalPool(Engine):
 class _RayWorker:
     """A Ray actor's state: a loaded model (wrapped with ``ray.remote`` at start)."""
 
-    def __init__(self, setup: Setup) -> None:
-        self.renderer = Renderer(setup)
+    def __init__(self, setup: Work) -> None:
+        self.renderer = setup.renderer()
 
-    def render(self, job: Job) -> tuple[dict[str, Any], bytes | None]:
+    def render(self, job: Task) -> tuple[dict[str, Any], bytes | None]:
         return self.renderer.render(job)
 
     def pid(self) -> int:
@@ -226,7 +228,7 @@ class RayEngine(Engine):
         self.actors: list[Any] = []
         self.restarts = 0
 
-    def start(self, setup: Setup) -> None:
+    def start(self, setup: Work) -> None:
         ray = import_ray()
         if not ray.is_initialized():
             options: dict[str, Any] = {
@@ -255,12 +257,12 @@ class RayEngine(Engine):
         ray = import_ray()
         return sorted(ray.get([a.pid.remote() for a in self.actors]))
 
-    def results(self, jobs: Iterable[Job]) -> Iterator[Result]:
+    def results(self, jobs: Iterable[J]) -> Iterator[Result[J]]:
         ray = import_ray()
         from ray.exceptions import RayActorError
 
         queue = _Queue(jobs)
-        running: dict[Any, tuple[Job, int]] = {}  # object ref -> (job, actor slot)
+        running: dict[Any, tuple[J, int]] = {}  # object ref -> (job, actor slot)
         load = [0] * len(self.actors)
         while True:
             for slot in range(len(self.actors)):
@@ -288,8 +290,8 @@ class RayEngine(Engine):
     def _replace(
         self,
         slot: int,
-        running: dict[Any, tuple[Job, int]],
-        queue: _Queue,
+        running: dict[Any, tuple[J, int]],
+        queue: _Queue[J],
         load: list[int],
     ) -> None:
         """A new actor in ``slot``; the jobs the dead one still held go back in the queue."""

@@ -17,7 +17,7 @@ import time
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -30,7 +30,7 @@ from ..config import BendingConfig
 from ..models.reference import load_model
 from .measure import BROKEN, measure
 
-__all__ = ["Job", "Renderer", "Setup", "encode", "with_threads"]
+__all__ = ["Job", "Renderer", "Setup", "Task", "Work", "encode", "with_threads"]
 
 SUBTYPE = "PCM_16"
 """Renders are written as 16-bit PCM (WAV or FLAC): what every player reads, a third the size
@@ -52,6 +52,29 @@ class Setup:
     format: str
     inputs: tuple[np.ndarray, ...]
     unbent: tuple[np.ndarray, ...]
+
+    def renderer(self) -> Renderer:
+        """A worker's model, loaded, to render this sweep's jobs with."""
+        return Renderer(self)
+
+
+class Task(Protocol):
+    """What an engine hands a worker: a job with an ``id`` (unique among the jobs of a run)
+    and the row that says it failed when its workers keep dying."""
+
+    @property
+    def id(self) -> str: ...
+
+    def row(self, **fields: Any) -> dict[str, Any]: ...
+
+
+class Work(Protocol):
+    """What an engine sets each worker up with, once: picklable, it builds on the worker what
+    renders the jobs (``render(job) -> (row, bytes or None)``). A sweep's :class:`Setup` is
+    one; other work that renders many variants of a model (a discovery's probes) brings its
+    own, and runs on the same engines."""
+
+    def renderer(self) -> Any: ...
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SweepError
-from .jobs import Job, Setup
+from .jobs import Work
 from .wire import read_message, write_message
 
 __all__ = ["WorkerProcess", "worker_startup"]
@@ -25,7 +25,7 @@ class WorkerProcess:
     """One local worker process (``python -m torchbend.sweep.worker``) as the driver of a
     sweep sees it: its pipes and the jobs it holds."""
 
-    def __init__(self, setup: Setup) -> None:
+    def __init__(self, setup: Work) -> None:
         package_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
@@ -41,7 +41,7 @@ class WorkerProcess:
         )
         assert self.process.stdin is not None and self.process.stdout is not None
         self.stdin, self.stdout = self.process.stdin, self.process.stdout
-        self.jobs: dict[str, Job] = {}
+        self.jobs: dict[str, Any] = {}  # id -> the Task it holds
         self.send(setup)
 
     def send(self, message: Any) -> bool:
@@ -81,7 +81,7 @@ class WorkerProcess:
             self.process.wait()
 
 
-def worker_startup(setup: Setup) -> float:
+def worker_startup(setup: Work) -> float:
     """Seconds a local worker takes from its start to its word that it is ready: a new
     interpreter importing torch and torchbend, then loading and tracing the model (one started
     and stopped, to time it)."""

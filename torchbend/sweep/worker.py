@@ -2,12 +2,12 @@
 :class:`~torchbend.sweep.engines.LocalPool` through a
 :class:`~torchbend.sweep.process.WorkerProcess`.
 
-It reads a :class:`~torchbend.sweep.jobs.Setup` then jobs from its standard input and writes
-``("ready", pid)`` then one ``("done", id, (row, audio))`` per job on its standard output
-(:mod:`torchbend.sweep.wire`). What the model prints goes to the
-standard error: the output carries messages only. It ends quietly at the end of its input or
-when the driver stops reading its output. A plain process started this way, unlike a
-``multiprocessing`` one, never imports the script that started the sweep (a script without
+It reads a :class:`~torchbend.sweep.jobs.Work` (a sweep's :class:`~torchbend.sweep.jobs.Setup`, or
+a discovery's probes) then jobs from its standard input and writes ``("ready", pid)`` then one
+``("done", id, (row, audio))`` per job on its standard output (:mod:`torchbend.sweep.wire`). What
+the model prints goes to the standard error: the output carries messages only. It ends quietly at
+the end of its input or when the driver stops reading its output. A plain process started this way,
+unlike a ``multiprocessing`` one, never imports the script that started the sweep (a script without
 ``if __name__ == "__main__":`` would run again in every worker).
 """
 
@@ -28,9 +28,7 @@ def main() -> None:
     setup = read_message(source)
     if setup is None:
         return
-    from .jobs import Renderer
-
-    renderer = Renderer(setup)
+    renderer = setup.renderer()
     try:
         write_message(output, ("ready", os.getpid()))
         while (job := read_message(source)) is not None:
