@@ -19,11 +19,13 @@ from ..audio.perceptual import (
     descriptor_changes,
     perceive,
 )
+from ..audio.stream import reset_cache
 from ..callbacks.steer import Steer
 from ..controls import BendingParameter
 from ..errors import DiscoveryError
+from .effects import Ranking
 from .probes import Probe
-from .rank import Ranking, input_name, rank, restore, stack_sounds
+from .rank import input_name, rank, restore, run_clean, stack_sounds
 
 if TYPE_CHECKING:
     from ..bended import BendedModule
@@ -131,8 +133,7 @@ def knob(
     ranking = ranking.by(descriptor)
     inputs: dict[str, Any] = {input_name(bended, fn): x}
     config = bended.bending_config()
-    with torch.inference_mode():
-        reference = bended.call(fn, x)
+    reference = run_clean(bended, fn, x)
     before = [perceive(reference[i], rate) for i in range(len(names))]
     best: Knob | None = None
     score = -math.inf
@@ -142,6 +143,7 @@ def knob(
         rows = [r for r in ranking.rows if r.node == node and not math.isnan(r.effect)]
         rows = sorted(rows, key=lambda r: -abs(r.effect))[:channels]
         rows = [r for r in rows if abs(r.effect) >= LEADING * abs(rows[0].effect)]
+        reset_cache(bended.module)
         with torch.inference_mode():
             activation = bended.get_activations(f"^{re.escape(node)}$", fn=fn, **inputs)[node]
         width, rms = activation.shape[1], float(activation.float().square().mean().sqrt())
@@ -217,8 +219,7 @@ def _calibrate(
         offsets = (positions[:, None] * span * rms * unit).repeat_interleave(count, 0)
         bended.bend(Probe(torch.zeros_like(offsets), offsets, 1), f"^{re.escape(node)}$", fn=fn)
         try:
-            with torch.inference_mode():
-                y = bended.call(fn, x.repeat(len(POSITIONS), 1, 1))
+            y = run_clean(bended, fn, x.repeat(len(POSITIONS), 1, 1))
         finally:
             restore(bended, config)
         if not bool(y.isfinite().all()) or bool((y.abs() >= 1.0).any()):

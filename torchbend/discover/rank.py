@@ -7,22 +7,20 @@ import inspect
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 
 from ..audio.perceptual import (
     NAMES,
-    PERCEPTIBLE,
-    PRIMARY,
     check_descriptor,
     descriptor_changes,
     perceive,
     shortest_sound,
 )
+from ..audio.stream import reset_cache
 from ..errors import DiscoveryError
+from .effects import Ranking, effect_row, ranked
 from .probes import PROBES, Probe, probe_batch
 
 if TYPE_CHECKING:
@@ -30,119 +28,15 @@ if TYPE_CHECKING:
     from ..sweep.engines import Engine
 
 __all__ = [
-    "ChannelEffect",
-    "Ranking",
     "candidate_nodes",
     "input_name",
     "rank",
     "restore",
+    "run_clean",
     "stack_sounds",
 ]
 
 Progress = Callable[[int, int, str], None]
-
-
-@dataclass(frozen=True)
-class ChannelEffect:
-    """What probing one channel of one node does: ``changes`` maps every descriptor
-    (:data:`torchbend.audio.perceptual.NAMES`) to its signed change in perceptible steps per
-    probe (the slope between the ``+`` and ``-`` probes, averaged over the sounds);
-    ``effect`` is the ranked descriptor's, ``specificity`` its size over the largest change of
-    another quality of :data:`~torchbend.audio.perceptual.PRIMARY` (loudness, brightness,
-    pitch, noisiness: the bandwidth is no collateral of the brightness, nor the flatness of
-    the noisiness), ``random_ratio``
-    its size over that of a random direction of the same norm at the same node."""
-
-    node: str
-    channel: int
-    effect: float
-    specificity: float
-    random_ratio: float
-    changes: dict[str, float]
-
-
-@dataclass
-class Ranking:
-    """The channels probed, most effective first (NaN effects last), and what was measured."""
-
-    descriptor: str
-    probe: str
-    amount: float
-    sounds: list[str]
-    rows: list[ChannelEffect]
-    random: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Per node, each descriptor's change (size, steps per probe) along random directions."""
-
-    def by(self, descriptor: str) -> Ranking:
-        """The same probes ranked by another descriptor (every change was measured: nothing
-        is rendered again)."""
-        check_descriptor(descriptor)
-        rows = [
-            _row(r.node, r.channel, r.changes, descriptor, self.random[r.node]) for r in self.rows
-        ]
-        return Ranking(
-            descriptor, self.probe, self.amount, self.sounds, _sort(rows), dict(self.random)
-        )
-
-    def top(self, n: int = 10) -> list[ChannelEffect]:
-        """The ``n`` most effective channels."""
-        return self.rows[:n]
-
-    def by_node(self) -> list[ChannelEffect]:
-        """The best channel of each node, in rank order."""
-        seen: set[str] = set()
-        best = []
-        for row in self.rows:
-            if row.node not in seen:
-                seen.add(row.node)
-                best.append(row)
-        return best
-
-    def to_records(self) -> list[dict[str, Any]]:
-        """One dict per row (``pandas.DataFrame(ranking.to_records())``)."""
-        return [
-            {
-                "node": r.node,
-                "channel": r.channel,
-                "effect": r.effect,
-                "specificity": r.specificity,
-                "random_ratio": r.random_ratio,
-                **{f"change_{name}": r.changes[name] for name in NAMES},
-            }
-            for r in self.rows
-        ]
-
-    def table(self, n: int = 20) -> Any:
-        """The ``n`` first rows as a :class:`~torchbend.Table`."""
-        from ..engine.tables import Table
-
-        others = [name for name in NAMES if name != self.descriptor]
-        rows = [
-            [i + 1, r.node, r.channel, _num(r.effect), _num(r.specificity), _num(r.random_ratio)]
-            + [_num(r.changes[name]) for name in others]
-            for i, r in enumerate(self.rows[:n])
-        ]
-        headers = ["rank", "node", "channel", self.descriptor, "specificity", "vs random"]
-        return Table(rows, headers + others)
-
-    def picture(self, path: str) -> None:
-        """Write a PNG: each node's best channel's change of every descriptor (nodes x
-        descriptors, steps per probe) and the ranked descriptor's change of every channel of
-        each node (nodes x channels)."""
-        from .picture import draw_ranking
-
-        nodes = [row.node for row in self.by_node()]
-        best = np.array([[abs(row.changes[n]) for n in NAMES] for row in self.by_node()])
-        width = 1 + max((row.channel for row in self.rows), default=0)
-        channels = np.full((len(nodes), width), math.nan)
-        for row in self.rows:
-            channels[nodes.index(row.node), row.channel] = row.effect
-        title = f"{self.descriptor}: change per channel (steps, {self.probe} probe)"
-        draw_ranking(nodes, best, channels, title, path)
-
-
-def _num(value: float) -> str:
-    return "nan" if math.isnan(value) else "inf" if math.isinf(value) else f"{value:.2f}"
 
 
 def stack_sounds(
@@ -207,6 +101,15 @@ def input_name(bended: BendedModule, fn: str) -> str:
     return params[0]
 
 
+def run_clean(bended: BendedModule, fn: str, x: torch.Tensor) -> torch.Tensor:
+    """``fn`` of ``bended`` on ``x`` without autograd, from a clean state: a model that keeps
+    state between calls (``reset_cache``: a streaming one) starts from silence, so that no
+    render depends on the one before."""
+    reset_cache(bended.module)
+    with torch.inference_mode():
+        return bended.call(fn, x)  # type: ignore[no-any-return]
+
+
 def restore(bended: BendedModule, config: Any) -> None:
     """Set ``bended``'s bendings back to ``config`` (what ``bending_config()`` gave)."""
     bended.reset()
@@ -243,8 +146,8 @@ def rank(
     that matters moves the descriptor far more than such a direction does.
 
     Renders run in batches of about ``batch`` items (probes times sounds); the cost grows
-    with nodes x channels x sounds. The model runs offline, as ``fn`` is called (its
-    streaming state, if any, is not what it should carry).
+    with nodes x channels x sounds. Each render runs ``fn`` once on the whole sounds, from a
+    clean state (a streaming model's ``reset_cache``: from silence).
 
     Args:
         bended: the model, traced for ``fn`` or tracable on the sounds (its first argument).
@@ -295,8 +198,9 @@ def rank(
     nodes = candidate_nodes(bended, fn, targets, dim)
     if not nodes:
         raise DiscoveryError(f"{fn!r} has no hidden activation with a channel axis {dim}")
+    reference = run_clean(bended, fn, x)
+    reset_cache(bended.module)
     with torch.inference_mode():
-        reference = bended.call(fn, x)
         values = bended.get_activations(*[f"^{re.escape(n)}$" for n in nodes], fn=fn, **inputs)
     before = [perceive(reference[i], rate) for i in range(len(names))]
     config = bended.bending_config()
@@ -340,8 +244,10 @@ def rank(
         }
         for channel in range(width):
             changes = {name: float(slopes[channel, i]) for i, name in enumerate(NAMES)}
-            ranking.rows.append(_row(node, channel, changes, descriptor, ranking.random[node]))
-    ranking.rows = _sort(ranking.rows)
+            ranking.rows.append(
+                effect_row(node, channel, changes, descriptor, ranking.random[node])
+            )
+    ranking.rows = ranked(ranking.rows)
     return ranking
 
 
@@ -367,8 +273,7 @@ def _slopes(
         o = offsets[part].repeat_interleave(count, 0)
         bended.bend(Probe(g, o, dim), f"^{re.escape(node)}$", fn=fn)
         try:
-            with torch.inference_mode():
-                y = bended.call(fn, x.repeat(g.shape[0] // count, 1, 1))
+            y = run_clean(bended, fn, x.repeat(g.shape[0] // count, 1, 1))
         finally:
             restore(bended, config)
         for item in range(y.shape[0]):
@@ -377,20 +282,3 @@ def _slopes(
             changes[start + item // count, item % count] = torch.tensor([moved[n] for n in NAMES])
     slopes = (changes[0::2] - changes[1::2]) / 2
     return slopes.nanmean(1)
-
-
-def _row(
-    node: str, channel: int, changes: dict[str, float], descriptor: str, random: dict[str, float]
-) -> ChannelEffect:
-    effect = changes[descriptor]
-    quality = PERCEPTIBLE[descriptor].quality
-    others = [abs(changes[k]) for k in PRIMARY if k != quality and not math.isnan(changes[k])]
-    largest = max(others, default=0.0)
-    specificity = abs(effect) / largest if largest > 0 else math.inf
-    control = random[descriptor]
-    ratio = abs(effect) / control if control > 0 else math.inf
-    return ChannelEffect(node, channel, effect, specificity, ratio, changes)
-
-
-def _sort(rows: list[ChannelEffect]) -> list[ChannelEffect]:
-    return sorted(rows, key=lambda r: -abs(r.effect) if not math.isnan(r.effect) else math.inf)
