@@ -224,6 +224,7 @@ NOT_DRAWN = {
     "Rewire",  # takes the name of a node: tests/test_rewire.py
     "Snapshot",  # takes tensors: tests/callbacks/test_snapshot.py
     "Steer",  # takes a vector fitted to its node: tests/callbacks/test_steer.py
+    "Gains",  # likewise
 }
 
 

@@ -91,6 +91,7 @@ EXAMPLES: dict[str, Callable[[], dict[str, Any]]] = {
     "Solo": lambda: dict(channels=[1, -1], dim=-2, active=True),
     "Spread": lambda: dict(amount=0.5),
     "Steer": lambda: dict(vector=signed_randn(4), strength=0.5, dim=-2, rms=2.0),
+    "Gains": lambda: dict(vector=signed_randn(4), strength=0.5, dim=-2, rms=0.3),
     "Tanh": lambda: dict(active=True),
     "Threshold": lambda: dict(value=0.5),
     "ThresholdActivation": lambda: dict(keep=0.5, dim=-2),

@@ -16,7 +16,7 @@ from .noise import Noise, Normal
 from .permute import Permute
 from .rewire import Rewire
 from .snapshot import Snapshot
-from .steer import Steer
+from .steer import Gains, Steer
 from .threshold import Threshold, ThresholdActivation
 from .time import Reverse, Unphase
 
@@ -35,6 +35,7 @@ __all__ = [
     "Erode",
     "Filter",
     "Flip",
+    "Gains",
     "InterpolateActivation",
     "InterpolationFromCapture",
     "Invert",

@@ -17,7 +17,7 @@ from .axes import as_dim, call_axis, normalized_dim
 from .base import BendingCallback
 from .capture import at_zero
 
-__all__ = ["Steer", "steer_shape_error"]
+__all__ = ["Gains", "Steer", "steer_shape_error"]
 
 
 def steer_shape_error(owner: str, name: str, shape: list[int], vector: list[int], dim: int) -> str:
@@ -180,3 +180,49 @@ def _as_tensor(owner: str, vector: Any) -> torch.Tensor:
         raise BendingError(
             f"{owner}: vector must be a tensor (or a list) of numbers, got {vector!r}"
         ) from e
+
+
+class Gains(Steer):
+    """Multiply each channel of the target by its own gain: ``x * exp(strength * rms * unit)``,
+    the multiplicative twin of :class:`Steer` (its vector, ``unit``, ``dim`` and ``rms``
+    are read the same way).
+
+    The exponent is in nepers: at ``strength * rms = 1`` a channel whose ``unit`` value is
+    ``u`` is multiplied by ``e**u`` (``u = 0.115`` is 1 dB). ``strength`` 0 is the identity
+    (exact), a negative strength divides where a positive one multiplies. A gain cannot
+    change a channel's sign nor bring a silent channel in: where :class:`Steer` moves an
+    activation along a direction, ``Gains`` re-balances the channels it has (the bands of a
+    filter-bank latent, say). :func:`torchbend.discover.knob` builds one from a ranking made
+    with ``probe="scale"``.
+
+    Args:
+        vector: the log-gain direction, a tensor of finite floats, not all zero.
+        strength: how far to go along it: the exponent's RMS over the channels is
+            ``abs(strength) * rms``. May be a control; it ramps along the last axis.
+        dim: the axis of the target's channels, where the vector's first axis lies.
+        rms: the exponent's RMS at ``strength=1`` (in nepers), a finite number > 0; ``None``
+            takes the vector's own, so that ``strength=1`` uses the vector as given.
+
+    Example:
+        >>> import math, torch
+        >>> from torchbend.callbacks import Gains
+        >>> gains = Gains(torch.tensor([1.0, -1.0]), strength=1.0, rms=math.log(2))
+        >>> gains(torch.ones(1, 2, 2), "act")
+        tensor([[[2.0000, 2.0000],
+                 [0.5000, 0.5000]]])
+    """
+
+    def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        strength = self.along("strength", x)
+        if at_zero(strength):
+            return x
+        unit = self.shaped(x, name)
+        if isinstance(strength, torch.Tensor):
+            return x * torch.exp(unit * (strength * self.rms))
+        return x * torch.exp(unit * (strength * self.rms))
+
+    def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
+        strength = self.strength
+        if strength == 0.0:
+            return weight
+        return weight * torch.exp(self.shaped(weight, name) * (strength * self.rms))

@@ -142,8 +142,9 @@ def rank(
     without the probe, in perceptible steps (:data:`~torchbend.audio.perceptual.PERCEPTIBLE`).
     A channel's change of a descriptor is the slope between its two probes, averaged over
     the sounds. At each node, ``randoms`` random directions over the channels (seeded) with
-    the norm of a push (``amount`` times the node's RMS) are probed the same way: a channel
-    that matters moves the descriptor far more than such a direction does.
+    the norm of a probe (a push of ``amount`` times the node's RMS, or gains of ``amount``)
+    are probed the same way: a channel that matters moves the descriptor far more than such
+    a direction does.
 
     Renders run in batches of about ``batch`` items (probes times sounds); the cost grows
     with nodes x channels x sounds. Each render runs ``fn`` once on the whole sounds, from a
@@ -215,8 +216,12 @@ def rank(
         directions = torch.randn(randoms, width, generator=generator)
         directions = directions / directions.norm(dim=1, keepdim=True)
         pushes = torch.stack([directions, -directions], 1).reshape(-1, width)
-        gains = torch.cat([gains, torch.zeros_like(pushes)])
-        offsets = torch.cat([offsets, amount * rms * pushes])
+        if probe == "push":  # the norm of a push: amount x the node's RMS
+            gains = torch.cat([gains, torch.zeros_like(pushes)])
+            offsets = torch.cat([offsets, amount * rms * pushes])
+        else:  # the norm of a scale: gains of amount
+            gains = torch.cat([gains, amount * pushes])
+            offsets = torch.cat([offsets, torch.zeros_like(pushes)])
         return node, gains, offsets, dim
 
     found: dict[str, torch.Tensor] = {}
