@@ -4,6 +4,7 @@ configurations (the vector as numbers, or in a side file)."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -188,3 +189,18 @@ def test_a_configuration_with_a_tensor_of_the_wrong_size_is_refused(tmp_path):
     del tensor["values"]
     with pytest.raises(BendingError, match="a safetensors file beside the configuration"):
         tb.BendingConfig.from_dict(data)
+
+
+def test_gains_multiply_each_channel_by_its_exponential_in_nepers() -> None:
+    gains = tb.Gains(torch.tensor([1.0, -1.0, 0.0]), strength=0.5, rms=math.log(4))
+    x = torch.full((1, 3, 2), 3.0)
+    unit = torch.tensor([1.0, -1.0, 0.0]) / math.sqrt(2 / 3)  # the vector over its RMS
+    expected = x * torch.exp(unit * 0.5 * math.log(4))[None, :, None]
+    torch.testing.assert_close(gains(x, "act"), expected)
+    gains.strength = 0.0
+    assert gains(x, "act") is x  # the identity, exactly
+    weight = torch.ones(3, 2)
+    gains.strength = 1.0
+    torch.testing.assert_close(
+        gains.bend_weight(weight, "w"), torch.exp(unit * math.log(4))[:, None].expand(3, 2)
+    )
