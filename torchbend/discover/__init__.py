@@ -3,10 +3,10 @@ the sound, the direction from one example sound to another, a knob for a descrip
 bending did to it (the health of each node), and what a channel sounds like (audition)."""
 
 from .audition import activation_audio, activation_image, audition, auditioning
-from .effects import ChannelEffect, Ranking
 from .health import HealthReport, HealthRow, RunStats, health
 from .knob import POSITIONS, Knob, knob
 from .rank import rank
+from .ranking import ChannelEffect, Ranking
 from .steering import steer_between, steering_vector
 
 __all__ = [

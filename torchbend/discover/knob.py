@@ -23,9 +23,9 @@ from ..audio.stream import reset_cache
 from ..callbacks.steer import Gains, Steer
 from ..controls import BendingParameter
 from ..errors import DiscoveryError
-from .effects import Ranking
 from .probes import Probe
 from .rank import input_name, rank, restore, run_clean, stack_sounds
+from .ranking import Ranking
 
 if TYPE_CHECKING:
     from ..bended import BendedModule

@@ -20,8 +20,8 @@ from ..audio.perceptual import (
 )
 from ..audio.stream import reset_cache
 from ..errors import DiscoveryError
-from .effects import Ranking, effect_row, ranked
 from .probes import PROBES, Probe, probe_batch
+from .ranking import Ranking, effect_row, ranked
 
 if TYPE_CHECKING:
     from ..bended import BendedModule
