@@ -19,8 +19,11 @@ def draw_png(
     colour: str | None,
     strip: float | None,
     title: str,
+    diverging: bool = False,
 ) -> None:
-    """Draw the map into ``path`` (a PNG), each render coloured by ``colour``'s value."""
+    """Draw the map into ``path`` (a PNG), each render coloured by ``colour``'s value: on
+    viridis, or, ``diverging``, on a scale centred on 0 and symmetric about it (blue below,
+    white at 0, red above: what a descriptor effect reads)."""
     try:
         import matplotlib
     except ImportError as e:
@@ -39,13 +42,17 @@ def draw_png(
     ok = kind == "ok"
     coloured = ok & np.isfinite(colours)
     if coloured.any():
+        shades = colours[coloured]
+        reach = float(np.abs(shades).max()) or 1.0
+        limits = {"vmin": -reach, "vmax": reach} if diverging else {}
         points = ax.scatter(
             xy[coloured, 0],
             xy[coloured, 1],
-            c=colours[coloured],
-            cmap="viridis",
+            c=shades,
+            cmap="RdBu_r" if diverging else "viridis",
+            **limits,
             s=size,
-            edgecolors="white",
+            edgecolors="#888888" if diverging else "white",
             linewidths=0.4,
             label=f"render (colour: {colour})",
         )

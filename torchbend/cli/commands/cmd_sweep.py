@@ -53,6 +53,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     q.add_argument("dir", help="the sweep's folder")
     q.add_argument("--no-png", action="store_true", help="write only the HTML page")
     q.add_argument("--no-html", action="store_true", help="write only the PNG")
+    q.add_argument(
+        "--colour",
+        metavar="NAME",
+        help="colour the renders by this measure or descriptor effect (default: distance; "
+        "effect_brightness, effect_loudness...: blue less, red more than the unbent render)",
+    )
 
     q = subcommand(steps, "best", "list (or copy) the renders that rank highest on a measure")
     q.add_argument("dir", help="the sweep's folder")
@@ -109,7 +115,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _map(args: argparse.Namespace) -> int:
-    atlas = sweep_map(args.dir, png=not args.no_png, html=not args.no_html)
+    atlas = sweep_map(args.dir, png=not args.no_png, html=not args.no_html, colour=args.colour)
     for path in (atlas.png, atlas.html):
         if path is not None:
             print(f"wrote {path}")
