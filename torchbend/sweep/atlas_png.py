@@ -44,13 +44,14 @@ def draw_png(
     if coloured.any():
         shades = colours[coloured]
         reach = float(np.abs(shades).max()) or 1.0
-        limits = {"vmin": -reach, "vmax": reach} if diverging else {}
+        low, high = (-reach, reach) if diverging else (None, None)
         points = ax.scatter(
             xy[coloured, 0],
             xy[coloured, 1],
             c=shades,
             cmap="RdBu_r" if diverging else "viridis",
-            **limits,
+            vmin=low,
+            vmax=high,
             s=size,
             edgecolors="#888888" if diverging else "white",
             linewidths=0.4,

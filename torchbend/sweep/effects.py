@@ -39,11 +39,10 @@ def describe(audio: torch.Tensor, sample_rate: int) -> dict[str, float] | None:
     (``[channels, time]`` or ``[time]``; non-finite samples read as 0, as the measures read
     them), or ``None`` when it is shorter than the descriptors read."""
     x = audio.detach().to("cpu", torch.float64)
-    mono = x.reshape(-1, x.shape[-1]).mean(0) if x.dim() > 1 else x.reshape(-1)
-    if mono.numel() < shortest_sound(sample_rate):
+    if x.shape[-1] < shortest_sound(sample_rate):
         return None
-    mono = torch.nan_to_num(mono, nan=0.0, posinf=0.0, neginf=0.0).clamp(-_LARGEST, _LARGEST)
-    return perceive(mono, sample_rate)
+    x = torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0).clamp(-_LARGEST, _LARGEST)
+    return perceive(x.reshape(-1, x.shape[-1]).mean(0), sample_rate)
 
 
 def effects(
