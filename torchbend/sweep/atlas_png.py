@@ -57,7 +57,8 @@ def draw_png(
             linewidths=0.4,
             label=f"render (colour: {colour})",
         )
-        fig.colorbar(points, ax=ax, fraction=0.04, pad=0.02).set_label(str(colour))
+        label = f"{colour}: steps, blue less, red more" if diverging else str(colour)
+        fig.colorbar(points, ax=ax, fraction=0.04, pad=0.02).set_label(label)
     if (ok & ~coloured).any():
         plain = ok & ~coloured
         ax.scatter(xy[plain, 0], xy[plain, 1], c="#999999", s=size, label="render (no colour)")
