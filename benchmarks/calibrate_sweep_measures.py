@@ -6,8 +6,10 @@ Each shipped sound (assets/sounds/*.wav, loaded at 44.1 kHz, mono) is taken as t
 render and damaged in known ways (a copy, gains, added white noise at an SNR, a brick-wall
 low-pass, an offset, silence, NaNs, a delay); each damaged sound is measured against the sound.
 Printed: a Markdown table with, per damage, the mean over the sounds of each measure (the
-distance with its range), and the flags raised (on how many sounds). Also timed: ``measure`` on
-each sound (4 s) against a copy at -6 dB, on one thread, the median of a few rounds.
+distance with its range), and the flags raised (on how many sounds); then the descriptor
+effects (``torchbend.sweep.effects``) of each damage, in perceptible steps. Also timed:
+``measure`` on each sound (4 s) against a copy at -6 dB, and ``effects`` (what a sweep adds to
+each render's measures when it takes effects), on one thread, the median of a few rounds.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import torch
 from bench_call import cpu_name, write_section
 
 from torchbend.audio import load
+from torchbend.audio.perceptual import PRIMARY
+from torchbend.sweep.effects import PREFIX, describe, effects
 from torchbend.sweep.measure import (
     CLIP_LEVEL,
     CLIPPING_FRACTION,
@@ -141,6 +145,29 @@ def table(results: dict[str, dict[str, Result]]) -> list[str]:
     return lines
 
 
+def effects_table(sounds: dict[str, torch.Tensor]) -> list[str]:
+    """The Markdown table of the primary descriptors' effects of every damage: the mean over
+    the sounds where the effect is defined (on how many, when not on all)."""
+    header = [f"`{PREFIX}{name}`" for name in PRIMARY]
+    lines = [
+        "| damage | " + " | ".join(header) + " |",
+        "|---|" + "---:|" * len(header),
+    ]
+    unbent = {sound: describe(x, SAMPLE_RATE) for sound, x in sounds.items()}
+    for name, damage in DAMAGES.items():
+        moved = [effects(damage(x), SAMPLE_RATE, unbent[sound]) for sound, x in sounds.items()]
+        cells = []
+        for descriptor in PRIMARY:
+            values = [m[PREFIX + descriptor] for m in moved]
+            defined = [v for v in values if v is not None]
+            cell = f"{statistics.fmean(defined):+.2f}" if defined else "undefined"
+            if defined and len(defined) < len(values):
+                cell += f" ({len(defined)}/{len(values)})"
+            cells.append(cell)
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def margins(results: dict[str, dict[str, Result]]) -> list[str]:
     """How far from each threshold the damages fall, as sentences."""
 
@@ -189,16 +216,19 @@ def margins(results: dict[str, dict[str, Result]]) -> list[str]:
     ]
 
 
-def timing(sounds: dict[str, torch.Tensor]) -> tuple[float, float]:
-    """Median and spread (min, max of the per-sound medians) of one ``measure`` call, in ms."""
+def timing(
+    sounds: dict[str, torch.Tensor], call: Callable[[torch.Tensor, torch.Tensor], object]
+) -> tuple[float, float]:
+    """Median and spread (min, max of the per-sound medians) of ``call(render, sound)`` on
+    each sound and a copy of it at -6 dB, in ms."""
     medians = []
     for x in sounds.values():
         quieter = x * 0.5
-        measure(quieter, SAMPLE_RATE, x)
+        call(quieter, x)
         times = []
         for _ in range(ROUNDS):
             start = time.perf_counter()
-            measure(quieter, SAMPLE_RATE, x)
+            call(quieter, x)
             times.append(time.perf_counter() - start)
         medians.append(1000 * statistics.median(times))
     return statistics.median(medians), max(medians) - min(medians)
@@ -215,7 +245,9 @@ def main() -> None:
     sounds = {path.stem: load(path, sample_rate=SAMPLE_RATE, mono=True)[0] for path in paths}
     seconds = statistics.fmean(x.shape[-1] / SAMPLE_RATE for x in sounds.values())
     results = measure_damages(sounds)
-    median, spread = timing(sounds)
+    median, spread = timing(sounds, lambda y, x: measure(y, SAMPLE_RATE, x))
+    described = {id(x): describe(x, SAMPLE_RATE) for x in sounds.values()}
+    added, added_spread = timing(sounds, lambda y, x: effects(y, SAMPLE_RATE, described[id(x)]))
     lines = [
         f"Written by `python benchmarks/calibrate_sweep_measures.py --write docs/sweeps.md`: "
         f"each of the {len(sounds)} shipped sounds ({', '.join(sounds)}; {seconds:.1f} s, "
@@ -229,7 +261,16 @@ def main() -> None:
         f"One `measure` call on {seconds:.0f} s of audio takes {median:.1f} ms (median of "
         f"{ROUNDS} calls on each sound, their medians {spread:.1f} ms apart) on one thread of "
         f"{cpu_name()} ({platform.machine()}, {os.cpu_count()} cores), torch "
-        f"{torch.__version__}.",
+        f"{torch.__version__}. Taking its descriptor effects (describing the render, once "
+        f"more, and comparing; the unbent render is described once per input) adds "
+        f"{added:.1f} ms ({added_spread:.1f} ms apart), {100 * added / median:.0f} % of the "
+        f'measures\' time: `"effects": false` in a specification leaves them out.',
+        "",
+        "The descriptor effects of the same damages (`torchbend.sweep.effects`, in perceptible "
+        "steps: 1 LU of loudness, a centroid 15 % away, a semitone, 3 dB of harmonic-to-noise "
+        "ratio), the mean over the sounds where the effect is defined:",
+        "",
+        *effects_table(sounds),
     ]
     print("\n".join(lines))
     if args.write is not None:

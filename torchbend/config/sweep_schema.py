@@ -140,6 +140,7 @@ SWEEP_SCHEMA: dict[str, Any] = {
             "description": "a positive integer (torch threads per worker)",
         },
         "safety": {"type": "boolean", "description": "true or false"},
+        "effects": {"type": "boolean", "description": "true or false"},
     },
     "if": {"required": ["sample"], "properties": {"sample": {"const": "random"}}},
     "then": {

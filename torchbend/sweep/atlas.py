@@ -8,6 +8,11 @@ linear mixtures of the measures, so they can be named by their loadings
 with no meaning. Renders that failed (no measures) are not fed to the PCA; they are lined up
 in a strip to the right of the map, where they can still be inspected.
 
+The renders are coloured by one measure, or by one descriptor effect (``effect_brightness``...,
+see :mod:`torchbend.sweep.effects`: the effects colour the map but do not place it). An effect
+is drawn on a diverging scale centred on 0, symmetric about it: blue for less of the
+descriptor than the unbent render, white for no change, red for more.
+
 The HTML page works from disk (``file://``) with no network: its script, style and data are
 inline. It lives in the sweep's folder, so the renders' ``audio`` paths, relative to that
 folder, play as they are.
@@ -21,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import SweepError, did_you_mean
 from .atlas_html import page, page_data
 from .atlas_map import measure_names, number, pca, strip
 from .atlas_png import draw_png
@@ -59,6 +65,7 @@ def atlas(
     png: bool = True,
     html: bool = True,
     title: str = "torchbend sweep",
+    colour: str | None = None,
 ) -> Atlas:
     """Map a sweep's renders in 2-D and write the map as a picture and as an interactive page.
 
@@ -69,9 +76,16 @@ def atlas(
         png (bool): write ``atlas.png`` (needs matplotlib: ``pip install 'torchbend[plot]'``).
         html (bool): write ``atlas.html``, a page to hover, filter and play the renders.
         title (str): the title of both.
+        colour (str | None): what colours the renders: a measure (``"distance"``, the
+            default, or the first measure when the rows lack it) or a descriptor effect
+            (``"effect_brightness"``: blue less, red more than the unbent render). The page
+            starts coloured by it and can switch to any other.
 
     Returns:
         Atlas: the files written, each row's position, and what the axes mean.
+
+    Raises:
+        SweepError: ``colour`` is neither a measure nor an effect of any row.
 
     Example:
         >>> import tempfile
@@ -88,6 +102,11 @@ def atlas(
         [[number((row.get("measures") or {}).get(n)) for n in names] for row in rows],
         dtype=float,
     ).reshape(len(rows), len(names))
+    effect_names = measure_names(rows, "effects")
+    shades = np.array(
+        [[number((row.get("effects") or {}).get(n)) for n in effect_names] for row in rows],
+        dtype=float,
+    ).reshape(len(rows), len(effect_names))
     usable = np.isfinite(values).any(axis=1)
     positions, explained, loadings = pca(values[usable], names)
     xy = np.zeros((len(rows), 2))
@@ -104,19 +123,29 @@ def atlas(
         "failed" if not ok else "broken" if row.get("broken") else "ok"
         for row, ok in zip(rows, usable)
     ]
-    colour = "distance" if "distance" in names else names[0] if names else None
+    channels = names + effect_names
+    if colour is None:
+        colour = "distance" if "distance" in names else names[0] if names else None
+    elif colour not in channels:
+        raise SweepError(
+            f"cannot colour the atlas by {colour!r}: no render has it; the measures and effects "
+            f"are {', '.join(channels) or 'none (every render failed)'}"
+            f"{did_you_mean(colour, channels)}"
+        )
+    every = np.concatenate([values, shades], axis=1)
     axes = (result.axis_label(0), result.axis_label(1))
     if png or html:
         out.mkdir(parents=True, exist_ok=True)
     if png:
         result.png = out / "atlas.png"
-        colours = values[:, names.index(colour)] if colour else np.full(len(rows), np.nan)
-        draw_png(result.png, axes, ids, xy, kinds, colours, colour, border, title)
+        colours = every[:, channels.index(colour)] if colour else np.full(len(rows), np.nan)
+        diverging = colour in effect_names
+        draw_png(result.png, axes, ids, xy, kinds, colours, colour, border, title, diverging)
     if html:
         result.html = out / "atlas.html"
         data = page_data(
-            rows, out, axes, explained, loadings, ids, xy, kinds, values, names, colour, border,
-            title,
+            rows, out, axes, explained, loadings, ids, xy, kinds, every, channels, colour, border,
+            title, effect_names,
         )  # fmt: skip
         result.html.write_text(page(data, title), encoding="utf-8")
     return result

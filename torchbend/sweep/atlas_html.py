@@ -106,8 +106,11 @@ def page_data(
     colour: str | None,
     strip: float | None,
     title: str,
+    effects: list[str] | None = None,
 ) -> dict[str, Any]:
-    """What the page shows, as the JSON its script reads: one record per render."""
+    """What the page shows, as the JSON its script reads: one record per render. ``names``
+    are the columns of ``values``: the measures, then the descriptor effects (``effects``,
+    drawn on a diverging scale)."""
     inputs: dict[tuple[str, Any], int] = {}
     for row in rows:
         inputs.setdefault((str(row.get("input", "?")), row.get("input_index")), len(inputs))
@@ -139,6 +142,7 @@ def page_data(
     return {
         "title": title,
         "measures": names,
+        "effects": list(effects or []),
         "colour": colour,
         "flags": list(flags),
         "inputs": [

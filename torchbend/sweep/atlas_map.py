@@ -22,11 +22,12 @@ def number(value: Any) -> float:
     return float(value) if math.isfinite(value) else math.nan
 
 
-def measure_names(rows: list[dict[str, Any]]) -> list[str]:
-    """The numeric measures of any row, in order of first appearance."""
+def measure_names(rows: list[dict[str, Any]], field: str = "measures") -> list[str]:
+    """The numeric measures (or, with ``field="effects"``, the descriptor effects) of any
+    row, in order of first appearance."""
     names: dict[str, None] = {}
     for row in rows:
-        for name, value in (row.get("measures") or {}).items():
+        for name, value in (row.get(field) or {}).items():
             if not math.isnan(number(value)):
                 names.setdefault(str(name), None)
     return list(names)

@@ -19,8 +19,11 @@ def draw_png(
     colour: str | None,
     strip: float | None,
     title: str,
+    diverging: bool = False,
 ) -> None:
-    """Draw the map into ``path`` (a PNG), each render coloured by ``colour``'s value."""
+    """Draw the map into ``path`` (a PNG), each render coloured by ``colour``'s value: on
+    viridis, or, ``diverging``, on a scale centred on 0 and symmetric about it (blue below,
+    white at 0, red above: what a descriptor effect reads)."""
     try:
         import matplotlib
     except ImportError as e:
@@ -39,17 +42,23 @@ def draw_png(
     ok = kind == "ok"
     coloured = ok & np.isfinite(colours)
     if coloured.any():
+        shades = colours[coloured]
+        reach = float(np.abs(shades).max()) or 1.0
+        low, high = (-reach, reach) if diverging else (None, None)
         points = ax.scatter(
             xy[coloured, 0],
             xy[coloured, 1],
-            c=colours[coloured],
-            cmap="viridis",
+            c=shades,
+            cmap="RdBu_r" if diverging else "viridis",
+            vmin=low,
+            vmax=high,
             s=size,
-            edgecolors="white",
+            edgecolors="#888888" if diverging else "white",
             linewidths=0.4,
             label=f"render (colour: {colour})",
         )
-        fig.colorbar(points, ax=ax, fraction=0.04, pad=0.02).set_label(str(colour))
+        label = f"{colour}: steps, blue less, red more" if diverging else str(colour)
+        fig.colorbar(points, ax=ax, fraction=0.04, pad=0.02).set_label(label)
     if (ok & ~coloured).any():
         plain = ok & ~coloured
         ax.scatter(xy[plain, 0], xy[plain, 1], c="#999999", s=size, label="render (no colour)")

@@ -1,5 +1,5 @@
-"""The renders of a sweep ranked by a measure: the most different, the loudest, the
-brightest... listed, or copied out to listen to."""
+"""The renders of a sweep ranked by a measure or a descriptor effect: the most different, the
+loudest, the most brightened... listed, or copied out to listen to."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ..errors import SweepError, did_you_mean
 from .manifest import read_rows
 from .measure import BROKEN
 
-__all__ = ["Ranked", "best", "describe_config", "flags_of"]
+__all__ = ["Ranked", "best", "describe_config", "flags_of", "score"]
 
 
 def describe_config(config: dict[str, Any]) -> str:
@@ -45,6 +45,13 @@ class Ranked(list[dict[str, Any]]):
         """How many renders were left out."""
 
 
+def score(row: dict[str, Any], by: str) -> float | None:
+    """The measure or descriptor effect ``by`` of ``row``; ``None`` where it has none (a
+    failed render, an effect that is undefined on it)."""
+    value = (row.get("measures") or {}).get(by, (row.get("effects") or {}).get(by))
+    return None if value is None else float(value)
+
+
 def flags_of(row: dict[str, Any]) -> list[str]:
     """What makes ``row`` broken: the broken flags it raises, and ``failed`` if it failed
     (read from the flags themselves, not only the row's ``broken``)."""
@@ -63,37 +70,41 @@ def best(
     copy_to: str | Path | None = None,
 ) -> Ranked:
     """The ``top`` renders of the sweep in ``folder`` with the highest measure ``by`` (the
-    lowest with ``lowest``); with ``copy_to``, their audio files are copied there as
-    ``01_<id>.wav``... in rank order.
+    lowest with ``lowest``), or the highest descriptor effect (``by="effect_brightness"``:
+    the renders made brightest; see :mod:`torchbend.sweep.effects`); with ``copy_to``, their
+    audio files are copied there as ``01_<id>.wav``... in rank order.
 
     Broken renders (clipping, silent, with an offset or non-finite samples) are left out, and
     counted in the result's ``left_out``; with ``broken``, they are ranked too, but after every
     clean render whatever their measure: a clipped render is loud and far from the unbent
     one, and would otherwise top the lists it spoils. Failed renders have no measures and are
-    never ranked.
+    never ranked; nor are renders on which the effect ``by`` is undefined (counted as
+    ``undefined``).
     """
     if top < 1:
         raise SweepError(f"top must be at least 1, got {top}")
     rows = read_rows(folder)
     measures = sorted({k for r in rows for k in r.get("measures", {})})
+    measures += sorted({k for r in rows for k in r.get("effects") or {}} - set(measures))
     if by not in measures:
         raise SweepError(
-            f"no measure {by!r} in {folder}: the measures are "
+            f"no measure {by!r} in {folder}: the measures and effects are "
             f"{', '.join(measures) or 'none (every render failed)'}{did_you_mean(by, measures)}"
         )
-    kept: list[tuple[bool, dict[str, Any]]] = []
+    kept: list[tuple[bool, float, dict[str, Any]]] = []
     left_out: dict[str, int] = {}
     excluded = 0
     for row in rows:
         flags = flags_of(row)
-        if by in row.get("measures", {}) and (broken or not flags):
-            kept.append((bool(flags), row))
+        value = score(row, by)
+        if value is not None and (broken or not flags):
+            kept.append((bool(flags), value, row))
             continue
         excluded += 1
-        for flag in flags:
+        for flag in flags or ["undefined"]:
             left_out[flag] = left_out.get(flag, 0) + 1
-    kept.sort(key=lambda k: (k[0], k[1]["measures"][by] * (1 if lowest else -1), k[1]["id"]))
-    chosen = [row for _, row in kept[:top]]
+    kept.sort(key=lambda k: (k[0], k[1] * (1 if lowest else -1), k[2]["id"]))
+    chosen = [row for _, _, row in kept[:top]]
     if copy_to is not None:
         target = Path(copy_to)
         if target.exists() and not target.is_dir():

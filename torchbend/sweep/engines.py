@@ -89,6 +89,7 @@ class _Queue(Generic[J]):
         fields: dict[str, Any] = {
             "audio": None,
             "measures": {},
+            "effects": {},
             "flags": {},
             "broken": True,
             "error": why,

@@ -28,6 +28,7 @@ from ..audio.safety_stats import SafetyStats
 from ..bended import BendedModule
 from ..config import BendingConfig
 from ..models.reference import load_model
+from .effects import effects
 from .measure import BROKEN, measure
 
 __all__ = ["Job", "Renderer", "Setup", "Task", "Work", "encode", "with_threads"]
@@ -52,6 +53,10 @@ class Setup:
     format: str
     inputs: tuple[np.ndarray, ...]
     unbent: tuple[np.ndarray, ...]
+    described: tuple[dict[str, float] | None, ...] | None = None
+    """The descriptors of each unbent render (:func:`~torchbend.sweep.effects.describe`),
+    read once by the driver, that each render's effects are taken against; ``None`` when the
+    sweep takes no effects (``"effects": false``)."""
 
     def renderer(self) -> Renderer:
         """A worker's model, loaded, to render this sweep's jobs with."""
@@ -203,6 +208,7 @@ class Renderer:
             row.update(
                 audio=None,
                 measures={},
+                effects={},
                 flags={},
                 broken=True,
                 error=f"{type(e).__name__}: {first}",
@@ -214,9 +220,14 @@ class Renderer:
             self.bended.reset()
         rendered = time.perf_counter()
         measures, flags = measure(out, setup.sample_rate, self.unbent[job.input_index])
+        described = setup.described
+        effect = (
+            {} if described is None else effects(out, setup.sample_rate, described[job.input_index])
+        )
         data = encode(out, setup.sample_rate, setup.format)
         row.update(
             measures=measures,
+            effects=effect,
             flags=flags,
             broken=any(flags[f] for f in BROKEN),
             error=None,

@@ -20,6 +20,7 @@ from ..audio.render import STREAM_BLOCK, streams
 from ..config import BendingConfig
 from ..errors import SweepError
 from .axis import Axis, locate
+from .effects import describe
 from .jobs import Job, Setup, load_bended, run_audio, with_threads
 from .spec import SweepSpec, check_size, read_spec
 
@@ -149,6 +150,12 @@ class Sweep:
                 self.bended.reset()
 
     def setup(self, unbent: list[torch.Tensor]) -> Setup:
+        """What the workers need, with the unbent renders ``unbent`` of the inputs (and, when
+        the sweep takes effects, their descriptors, read here once for every worker)."""
+        described = None
+        if self.spec.effects:
+            with with_threads(self.spec.threads):
+                described = tuple(describe(u, self.sample_rate) for u in unbent)
         return Setup(
             model=self.spec.model_reference(),
             checkpoint=self.spec.checkpoint_path(),
@@ -160,6 +167,7 @@ class Sweep:
             format=self.spec.format,
             inputs=tuple(a.numpy() for a in self.audio),
             unbent=tuple(u.numpy() for u in unbent),
+            described=described,
         )
 
     def render_unbent(self) -> list[torch.Tensor]:

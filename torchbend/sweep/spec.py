@@ -63,6 +63,7 @@ class SweepSpec:
     format: str = "wav"
     threads: int = 1
     safety: bool = True
+    effects: bool = True
     source: dict[str, Any] = field(default_factory=dict)
     """The specification as written."""
 

@@ -11,6 +11,7 @@ from typing import Any
 from ...sweep import SweepStopped, best, describe_config, plan
 from ...sweep import draw_map as sweep_map
 from ...sweep import run as sweep_run
+from ...sweep.best import score
 from ...sweep.engines import ENGINES
 from ..options import Parser, count, positive, subcommand
 from ..resolve import shows_progress
@@ -53,10 +54,20 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     q.add_argument("dir", help="the sweep's folder")
     q.add_argument("--no-png", action="store_true", help="write only the HTML page")
     q.add_argument("--no-html", action="store_true", help="write only the PNG")
+    q.add_argument(
+        "--colour",
+        metavar="NAME",
+        help="colour the renders by this measure or descriptor effect (default: distance; "
+        "effect_brightness, effect_loudness...: blue less, red more than the unbent render)",
+    )
 
     q = subcommand(steps, "best", "list (or copy) the renders that rank highest on a measure")
     q.add_argument("dir", help="the sweep's folder")
-    q.add_argument("--by", default="distance", help="the measure to rank by")
+    q.add_argument(
+        "--by",
+        default="distance",
+        help="the measure (or descriptor effect: effect_brightness...) to rank by",
+    )
     q.add_argument("--top", type=positive, default=20, help="how many")
     q.add_argument("--lowest", action="store_true", help="the lowest values instead")
     q.add_argument(
@@ -109,7 +120,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _map(args: argparse.Namespace) -> int:
-    atlas = sweep_map(args.dir, png=not args.no_png, html=not args.no_html)
+    atlas = sweep_map(args.dir, png=not args.no_png, html=not args.no_html, colour=args.colour)
     for path in (atlas.png, atlas.html):
         if path is not None:
             print(f"wrote {path}")
@@ -129,8 +140,10 @@ def _best(args: argparse.Namespace) -> int:
     if rows.excluded:
         reasons = ", ".join(f"{name} {count}" for name, count in sorted(rows.left_out.items()))
         hint = "" if args.broken else "; --broken ranks them after the clean ones"
+        what = "broken or failed" if "undefined" not in rows.left_out else "broken, failed or"
+        what += " undefined" * ("undefined" in rows.left_out)
         print(
-            f"left out {rows.excluded} broken or failed render(s) ({reasons}){hint}",
+            f"left out {rows.excluded} {what} render(s) ({reasons}){hint}",
             file=sys.stderr,
         )
     if args.json:
@@ -140,7 +153,7 @@ def _best(args: argparse.Namespace) -> int:
     for rank, row in enumerate(rows, 1):
         flags = [f for f, on in row.get("flags", {}).items() if on]
         print(
-            f"{rank:3d}. {row['measures'][args.by]:10.4g}  {row['id']}  {row['audio']}  "
+            f"{rank:3d}. {score(row, args.by):10.4g}  {row['id']}  {row['audio']}  "
             f"{describe_config(row['config'])}" + (f"  [{', '.join(flags)}]" if flags else "")
         )
     if args.copy:

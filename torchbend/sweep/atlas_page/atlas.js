@@ -6,6 +6,10 @@
   const W = 960, H = 600, L = 66, R = 18, T = 18, B = 58;
   const VIRIDIS = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779",
     "#6ece58", "#b5de2b", "#fde725"];
+  // descriptor effects: blue (less than the unbent render), white (no change), red (more)
+  const DIVERGING = ["#2166ac", "#4393c3", "#92c5de", "#d1e5f0", "#f7f7f7", "#fddbc7", "#f4a582",
+    "#d6604d", "#b2182b"];
+  const effects = new Set(data.effects || []);
   const $ = (id) => document.getElementById(id);
   const svg = $("map"), tip = $("tip"), player = $("player"), unbent = $("unbent");
 
@@ -41,10 +45,10 @@
     }
     return out;
   }
-  function ramp(t) {
-    const s = Math.min(1, Math.max(0, t)) * (VIRIDIS.length - 1);
-    const i = Math.min(VIRIDIS.length - 2, Math.floor(s));
-    return mix(VIRIDIS[i], VIRIDIS[i + 1], s - i);
+  function ramp(t, colours = VIRIDIS) {
+    const s = Math.min(1, Math.max(0, t)) * (colours.length - 1);
+    const i = Math.min(colours.length - 2, Math.floor(s));
+    return mix(colours[i], colours[i + 1], s - i);
   }
   function encoded(path) {
     return path.split("/").map(encodeURIComponent).join("/");
@@ -127,15 +131,17 @@
     section(box, "bendings");
     if (!r.bendings.length) box.append(el("div", "sub", "none"));
     for (const line of r.bendings) box.append(el("div", "mono", line));
-    if (r.m.some((v) => v !== null)) {
-      section(box, "measures");
+    for (const [title, isEffect] of [["measures", false], ["effects (perceptible steps)", true]]) {
+      const shown = data.measures.map((name, j) => [name, r.m[j]])
+        .filter(([name, v]) => v !== null && effects.has(name) === isEffect);
+      if (!shown.length) continue;
+      section(box, title);
       const table = el("table", "kv");
-      data.measures.forEach((name, j) => {
-        if (r.m[j] === null) return;
+      for (const [name, v] of shown) {
         const tr = el("tr");
-        tr.append(el("td", "", name), el("td", "num", fmt(r.m[j])));
+        tr.append(el("td", "", name), el("td", "num", isEffect && v > 0 ? `+${fmt(v)}` : fmt(v)));
         table.append(tr);
-      });
+      }
       box.append(table);
     }
     if (data.flags.length) {
@@ -203,17 +209,24 @@
   }
   function recolour() {
     const j = data.measures.indexOf(colourSel.value);
+    const diverging = effects.has(colourSel.value);
     let lo = Infinity, hi = -Infinity;
     for (const r of rows) {
       const v = j >= 0 ? r.m[j] : null;
       if (r.kind === "ok" && v !== null) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
     }
+    if (diverging && lo <= hi) {  // centred on 0 (no change), symmetric about it
+      hi = Math.max(Math.abs(lo), Math.abs(hi)) || 1;
+      lo = -hi;
+    }
+    const colours = diverging ? DIVERGING : VIRIDIS;
     rows.forEach((r, i) => {
       if (r.kind !== "ok") return;
       const v = j >= 0 ? r.m[j] : null;
       const t = hi > lo ? (v - lo) / (hi - lo) : 0.5;
-      nodes[i].setAttribute("fill", v === null ? "#aab" : ramp(t));
+      nodes[i].setAttribute("fill", v === null ? "#aab" : ramp(t, colours));
     });
+    bar.style.background = `linear-gradient(to right, ${colours.join(", ")})`;
     $("scale-name").textContent = j >= 0 ? colourSel.value : "no measure";
     $("scale-lo").textContent = lo <= hi ? fmt(lo) : "";
     $("scale-hi").textContent = lo <= hi ? fmt(hi) : "";
