@@ -11,7 +11,7 @@ import torch
 
 from ..errors import AudioError
 from .descriptors import character
-from .quality import loudness_lufs
+from .quality import loudness_lufs, spectral_distance
 
 __all__ = [
     "NAMES",
@@ -21,6 +21,7 @@ __all__ = [
     "change",
     "check_descriptor",
     "descriptor_changes",
+    "distance",
     "perceive",
     "shortest_sound",
     "spectral_shape",
@@ -196,6 +197,14 @@ def change(name: str, before: float, after: float) -> float:
     if d.kind == "semitones":
         return 12 * math.log2(max(b, 1e-9) / max(a, 1e-9)) / d.step
     return d.sign * math.log(max(b, 1e-12) / max(a, 1e-12)) / math.log(1 + d.step)
+
+
+def distance(a: torch.Tensor, b: torch.Tensor) -> float:
+    """How far render ``b`` is from render ``a``, whatever changed: the multi-resolution
+    spectral distance of :func:`torchbend.audio.quality.spectral_distance` (mean absolute
+    difference of log magnitudes, in nepers: 0 for a copy, about 0.69 for -6 dB on noise),
+    the one the sweeps' ``distance`` measure computes too."""
+    return spectral_distance(b, a)
 
 
 def descriptor_changes(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
