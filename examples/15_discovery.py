@@ -19,19 +19,23 @@ of ``assets/sounds``:
 5. ``tb.discover.audition`` plays the ranking's best channel alone (soloed) and without it
    (bypassed);
 6. the same ranking on a model nobody trained: the Descript audio codec of ``transformers``
-   (``DacModel``) as the third-party zoo builds it (tests/zoo/models.py: tiny, random
-   weights, nothing downloaded), for the loudness, with the control a ranking always makes:
+   (``DacModel``) built by the third-party zoo (tests/zoo/models.py: tiny, random weights,
+   nothing downloaded), for the loudness, with the control a ranking always makes:
    random directions of the same size at the same node.
 
 Everything goes to DIR (default ``out/examples/15``): ``ranking.png``, the WAVs
-(``<knob>_<position>.wav``, ``steer_<strength>.wav``, ``solo.wav``, ``bypass.wav``),
-``dac_ranking.png`` and ``discovery.txt`` with what was printed. ``--smoke``: quarter-second
-excerpts, fewer nodes probed (the latent and one decoder layer).
+(``<knob>_<position>.wav``, ``steer_<share of the way>.wav``, ``solo.wav``, ``bypass.wav``),
+``dac_ranking.png`` and ``discovery.txt`` with what was printed. The script fails if a knob
+does not move its descriptor the way it should, if steering does not bring the pad nearer
+the sung line, or if the health probe blames another layer. ``--smoke``: quarter-second
+excerpts, fewer nodes probed (TinyDDSP's latent, one layer of the codec's decoder).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import sys
 import time
 from pathlib import Path
 
@@ -75,23 +79,19 @@ class Codec(nn.Module):
         return self.codec(x).audio_values
 
 
-def random_codec() -> tuple[nn.Module, int]:
-    """The zoo's ``DacModel`` (tests/zoo/models.py): the same tiny configuration, seeded, random
-    weights; and its sample rate."""
-    import transformers
-
-    torch.manual_seed(0)
-    config = transformers.DacConfig(
-        encoder_hidden_size=4,
-        downsampling_ratios=[2, 2],
-        decoder_hidden_size=16,
-        n_codebooks=2,
-        codebook_size=16,
-        codebook_dim=4,
-        hidden_size=16,
-        upsampling_ratios=[2, 2],
-    )
-    return Codec(transformers.DacModel(config).eval()), config.sampling_rate
+def zoo_model(name: str) -> nn.Module:
+    """The model ``name`` of the third-party zoo (tests/zoo/models.py), built as the zoo's
+    tests build it: a tiny configuration, seeded random weights, nothing downloaded."""
+    spec = importlib.util.spec_from_file_location("zoo_models", REPO / "tests/zoo/models.py")
+    assert spec is not None and spec.loader is not None
+    zoo = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = zoo  # its dataclasses look their module up
+    spec.loader.exec_module(zoo)
+    entry = next(m for m in zoo.ALL if m.name == name)
+    if not entry.available:
+        raise ImportError(f"{name} needs {entry.library}: pip install {entry.library}")
+    model, _ = entry.build()
+    return model
 
 
 def main() -> None:
@@ -208,40 +208,51 @@ def main() -> None:
 
     # 6. A third-party model with random weights. Its ranking says which channels move the
     # loudness of what this untrained network plays, near these activations: a fact about its
-    # random weights, not a concept it learned. The random directions show the difference. A
+    # random weights, not a concept it learned. The random control tells the two apart. A
     # channel probe puts the whole push on one channel; a random direction of the same norm
-    # spreads it over all of them, so on a node whose channels all do something unrelated it
-    # moves the sound about as much as a typical channel does. The best of a node's few channels
-    # then beats it by the best-of-a-handful margin alone, 1 to 4 times; a channel that carries
-    # a quality beats it by far more (5 times and more on the planted models of
-    # tests/discover). Ratios of a few, on a node where most channels move the loudness
-    # somewhat, are what a random network gives: that node as a whole moves the sound, no
-    # channel in particular. The encoder's probes barely register at all: pushes this small
-    # before the codec's quantizer mostly leave its codes as they were.
+    # spreads it over all of them, and where every channel moves the sound some unrelated way
+    # the direction moves it about as much as a typical channel. The best of a node's channels
+    # then beats it by the margin of the largest of a handful of random numbers alone: two to
+    # four times, more for wider nodes. A channel that carries a quality beats it by more (5
+    # times and more on the planted models of tests/discover; compare TinyDDSP's best
+    # brightness channel, printed below). So a ratio of a few on a random network means the
+    # node as a whole moves the sound, no channel in particular. Nodes whose every probe barely
+    # registers (the encoder's, here) carry a signal far smaller than the biases of the layers
+    # after them, which the random weights add (their RMS is printed): half of it is lost.
     say("\n6. the same ranking on a random-weight DacModel (transformers)")
     try:
-        codec, rate = random_codec()
-    except ImportError:
-        say("  skipped: pip install transformers")
+        dac_model = zoo_model("DacModel")
+    except ImportError as e:
+        say(f"  skipped: {e}")
     else:
-        dac = tb.BendedModule(codec)
+        rate = dac_model.config.sampling_rate  # 16 kHz
+        dac = tb.BendedModule(Codec(dac_model))
         short = excerpt("voice", 4096, rate)  # a quarter of a second at 16 kHz
         dac_targets = (
             r"^codec_decoder_block_0_conv_t1$"
             if args.smoke
             else r"^codec_(encoder|decoder)_(conv\d|block_\d_conv\w*)$"
         )
-        # More random directions than the default 8: the control is a mean over them, and a
-        # node of 4 to 16 channels needs a few dozen for a ratio that does not hang on a draw.
+        # More random directions than the default 8: the control is their mean, and with a
+        # few dozen a ratio hangs less on the draw.
         found = tb.discover.rank(dac, short, "loudness", targets=dac_targets, rate=rate, randoms=32)
         say(str(found.table(6)))
+        nodes = [row.node for row in found.by_node()]
+        with torch.inference_mode():
+            values = dac.get_activations(*[f"^{n}$" for n in nodes], x=short[None, None])
         for row in found.by_node():  # each node's best channel against its random control
             control = found.random[row.node]["loudness"]
+            rms = float(values[row.node].square().mean().sqrt())
             say(
-                f"  {row.node}: its best channel ({row.channel}) moves the loudness "
-                f"{abs(row.effect):.3f} steps, a random direction {control:.3f}: "
+                f"  {row.node} (RMS {rms:.2g}): its best channel ({row.channel}) moves the "
+                f"loudness {abs(row.effect):.3f} steps, a random direction {control:.3f}: "
                 f"{row.random_ratio:.1f} times"
             )
+        best_ddsp = ranking.top(1)[0]
+        say(
+            f"  against TinyDDSP's best brightness channel ({best_ddsp.node} channel "
+            f"{best_ddsp.channel}): {best_ddsp.random_ratio:.1f} times its random control"
+        )
         found.picture(str(out / "dac_ranking.png"))
         say("  wrote dac_ranking.png")
 
