@@ -217,8 +217,10 @@ def main() -> None:
     # times and more on the planted models of tests/discover; compare TinyDDSP's best
     # brightness channel, printed below). So a ratio of a few on a random network means the
     # node as a whole moves the sound, no channel in particular. Nodes whose every probe barely
-    # registers (the encoder's, here) carry a signal far smaller than the biases of the layers
-    # after them, which the random weights add (their RMS is printed): half of it is lost.
+    # registers (the encoder's and the decoder's first, here) lie where the random weights
+    # shrink the signal (follow the RMS printed, from the encoder's first layer to the
+    # decoder's) until the biases of the decoder's next layers drown it: a push there, of half
+    # the node's own RMS, is lost on the way.
     say("\n6. the same ranking on a random-weight DacModel (transformers)")
     try:
         dac_model = zoo_model("DacModel")
