@@ -43,6 +43,7 @@ from ..sweep.measure import measure
 from . import describe
 from .auditions import Auditions
 from .bending import BendingEditor
+from .discovery import Discoveries
 from .sounds import Limits, SoundLibrary, spectrogram, waveform
 
 __all__ = ["RENDERS", "Render", "Studio"]
@@ -146,6 +147,8 @@ class Studio:
         """The bending, as the page edits it."""
         self.auditions = Auditions(self)
         """A channel of a node soloed or bypassed, or an activation, as a sound."""
+        self.discoveries = Discoveries(self)
+        """Channels ranked by a descriptor of the current sound, and knobs made of them."""
         self.renders: OrderedDict[str, Render] = OrderedDict()
         self.last_render: dict[str, Any] | None = None
         """What :meth:`render` answered last: the page shows it again when it is reloaded."""
