@@ -1,6 +1,6 @@
 """The studio's discovery panel, served for real: channels ranked by a descriptor of the current
 sound as :func:`torchbend.discover.rank` ranks them, a knob attached in one click (an undo
-step, a control, a saved configuration), and bad requests."""
+step, a control, a saved configuration), bad requests, and the panel in headless Chromium."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import torchbend as tb
+from tests.browser import needs_browser, open_page
 from tests.studio.client import Client, served
 from torchbend.discover import Ranking
 from torchbend.errors import DiscoveryError
@@ -162,3 +163,26 @@ def test_bad_knobs_and_jobs_are_refused(
     client.ok("POST", "/api/sounds/current", {"id": "bass"})
     got, error = client.post("/api/discover/knob", {"descriptor": "loudness"})
     assert got == 409 and "made on sound 'voice', not the current 'bass'" in error["error"]
+
+
+@needs_browser
+def test_the_panel_ranks_and_makes_a_knob_whose_slider_appears(studio: Studio) -> None:
+    with served(studio) as server, open_page(server.url, width=1440, height=900) as opened:
+        p = opened.page
+        p.wait_for_selector("body[data-ready='1']")
+        p.click("#tab-discover")
+        p.select_option("#descriptor", "loudness")
+        p.fill("#discover-targets", "^cat$")
+        p.fill("#discover-seconds", str(SECONDS))
+        p.click("#rank")
+        p.wait_for_selector("#discover-table tbody tr[data-name='cat']")
+        assert "loudness: 8 channels of 1 node on voice" in p.inner_text("#rank-status")
+        p.click("#discover-table tbody tr:first-child")
+        assert p.evaluate("() => window.studio.selected()") == {"kind": "activation", "name": "cat"}
+        p.click("#make-knob")
+        p.wait_for_selector("#controls input.control[data-name='loudness']")
+        assert p.get_attribute("#tab-bend", "aria-selected") == "true"
+        assert "Knob('loudness' at 'cat'" in p.inner_text("#knob-info")
+        assert p.get_attribute("#controls input.control[data-name='loudness']", "min") == "-1"
+        assert isinstance(studio.bended.bending_config().items[0].callback, tb.Steer)
+        assert opened.errors == [], "the page logged errors"
