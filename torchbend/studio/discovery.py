@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import itertools
 import logging
-import math
 import re
 import threading
 import warnings
@@ -31,6 +30,7 @@ from ..discover.rank import Ranking, candidate_nodes, input_name, rank, restore
 from ..errors import StudioError, TorchbendError
 from .bending import BendingEditor
 from .describe import pattern
+from .replies import seconds_value
 from .sounds import SoundLibrary
 
 __all__ = ["JOBS", "PROBE_RENDERS", "RANDOMS", "ROWS", "SECONDS", "Discoveries", "RankJob"]
@@ -371,15 +371,8 @@ def _check_descriptor(descriptor: Any) -> None:
 
 
 def _seconds(seconds: Any) -> float:
-    if seconds is None:
-        return SECONDS
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, (int, float))
-        or not (math.isfinite(seconds) and seconds > 0)
-    ):
-        raise StudioError(f"'seconds' is a number of seconds above 0, got {seconds!r}")
-    return min(float(seconds), SECONDS)
+    given = seconds_value(seconds)
+    return SECONDS if given is None else min(given, SECONDS)
 
 
 def _free_name(base: str, taken: set[str]) -> str:

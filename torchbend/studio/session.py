@@ -8,7 +8,6 @@ Every request of the server is a call of :class:`Studio`, of its editor or of it
 from __future__ import annotations
 
 import logging
-import math
 import re
 import threading
 import time
@@ -44,6 +43,7 @@ from . import describe
 from .auditions import Auditions
 from .bending import BendingEditor
 from .discovery import Discoveries
+from .replies import seconds_value
 from .sounds import Limits, SoundLibrary, spectrogram, waveform
 
 __all__ = ["RENDERS", "Render", "Studio"]
@@ -291,14 +291,9 @@ class Studio:
             raise StudioError(f"'sound' names a sound, got {sound_id!r}")
         sound = self.library.get(sound_id or self.current)
         audio = sound.audio
-        if seconds is not None:
-            if (
-                isinstance(seconds, bool)
-                or not isinstance(seconds, (int, float))
-                or not (math.isfinite(seconds) and seconds > 0)
-            ):
-                raise StudioError(f"'seconds' is a number of seconds above 0, got {seconds!r}")
-            audio = audio[:, : max(1, int(seconds * self.sample_rate))]
+        given = seconds_value(seconds)
+        if given is not None:
+            audio = audio[:, : max(1, int(given * self.sample_rate))]
         with self.lock:
             key = (sound.id, audio.shape[-1])
             if key not in self._unbent:

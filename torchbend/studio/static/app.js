@@ -852,23 +852,14 @@ function markSelectedRows() {
   }
 }
 
-for (const kind of ["weights", "activations"]) {
-  const input = $(`#${kind}-filter`);
-  const reload = debounce(() => loadTable(kind), 250);
-  input.addEventListener("input", reload);
-  input.addEventListener("keydown", (e) => {
-    if (e.key === "Enter") {
-      e.preventDefault();
-      loadTable(kind);
-    }
-  });
-  const tbody = $(`#${kind}-table`).tBodies[0];
+/** Rows of `tbody` a click or Enter picks (`pick(tr)`); ↑ ↓, Page Up, Page Down, Home and End
+ * move between them, one of them in the tab order. */
+function rowsPick(tbody, pick) {
   const activateRow = (tr) => {
     if (!tr || !tr.dataset.name) return;
     for (const r of tbody.rows) r.tabIndex = -1;
     tr.tabIndex = 0;
-    clearError();
-    tables[kind].activate(tr.dataset.name);
+    pick(tr);
   };
   tbody.addEventListener("click", (e) => activateRow(e.target.closest("tr")));
   tbody.addEventListener("keydown", (e) => {
@@ -893,6 +884,22 @@ for (const kind of ["weights", "activations"]) {
     tr.tabIndex = -1;
     rows[j].tabIndex = 0;
     rows[j].focus();
+  });
+}
+
+for (const kind of ["weights", "activations"]) {
+  const input = $(`#${kind}-filter`);
+  const reload = debounce(() => loadTable(kind), 250);
+  input.addEventListener("input", reload);
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") {
+      e.preventDefault();
+      loadTable(kind);
+    }
+  });
+  rowsPick($(`#${kind}-table`).tBodies[0], (tr) => {
+    clearError();
+    tables[kind].activate(tr.dataset.name);
   });
 }
 
@@ -2055,35 +2062,9 @@ knobBtn.addEventListener("click", () => action(async () => {
   if (slider) slider.scrollIntoView({ block: "nearest" });
 }, { buttons: knobBtn }));
 
-{
-  const tbody = $("#discover-table").tBodies[0];
-  const pick = (tr) => {
-    if (!tr || !tr.dataset.name) return;
-    for (const r of tbody.rows) r.tabIndex = -1;
-    tr.tabIndex = 0;
-    if (S.nodes.has(tr.dataset.name)) selectNode(tr.dataset.name);
-  };
-  tbody.addEventListener("click", (e) => pick(e.target.closest("tr")));
-  tbody.addEventListener("keydown", (e) => {
-    const tr = e.target.closest("tr");
-    if (!tr) return;
-    const rows = Array.from(tbody.rows);
-    const i = rows.indexOf(tr);
-    let j = null;
-    if (e.key === "Enter") {
-      e.preventDefault();
-      pick(tr);
-      return;
-    }
-    if (e.key === "ArrowDown") j = Math.min(rows.length - 1, i + 1);
-    else if (e.key === "ArrowUp") j = Math.max(0, i - 1);
-    if (j === null) return;
-    e.preventDefault();
-    tr.tabIndex = -1;
-    rows[j].tabIndex = 0;
-    rows[j].focus();
-  });
-}
+rowsPick($("#discover-table").tBodies[0], (tr) => {
+  if (S.nodes.has(tr.dataset.name)) selectNode(tr.dataset.name);
+});
 
 // ---------------------------------------------------------------- start
 
