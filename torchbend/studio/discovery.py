@@ -25,8 +25,9 @@ import torch
 from ..audio.perceptual import NAMES, shortest_sound
 from ..bended import BendedModule
 from ..config import BendingConfig
+from ..discover import Ranking
 from ..discover.knob import knob
-from ..discover.rank import Ranking, candidate_nodes, input_name, rank, restore
+from ..discover.rank import candidate_nodes, input_name, rank, restore
 from ..errors import StudioError, TorchbendError
 from .bending import BendingEditor
 from .describe import pattern
