@@ -197,6 +197,8 @@ class Discoveries:
                 f"{studio.current!r}: rank again",
                 409,
             )
+        if any(job.state == "running" for job in self.jobs.values()):
+            raise StudioError("a ranking is running: make the knob when it is done", 409)
         with studio.lock:
             taken = set(studio.bended.controllables)
         name = name if name is not None else _free_name(descriptor, taken)
