@@ -5,6 +5,7 @@ step, a control, a saved configuration), bad requests, and the panel in headless
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -186,3 +187,27 @@ def test_the_panel_ranks_and_makes_a_knob_whose_slider_appears(studio: Studio) -
         assert p.get_attribute("#controls input.control[data-name='loudness']", "min") == "-1"
         assert isinstance(studio.bended.bending_config().items[0].callback, tb.Steer)
         assert opened.errors == [], "the page logged errors"
+
+
+def test_one_ranking_at_a_time_and_no_knob_meanwhile(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+
+    def held(*args: Any, **kwargs: Any) -> Ranking:
+        assert release.wait(60)
+        return Ranking("loudness", "push", 0.5, ["0"], [])
+
+    monkeypatch.setattr(discovery, "rank", held)
+    job = client.ok("POST", "/api/discover/rank", {"descriptor": "loudness", "targets": "^cat$"})
+    try:
+        got, error = client.post("/api/discover/rank", {"descriptor": "pitch"})
+        assert got == 409 and "a ranking is running" in error["error"]
+        got, error = client.post("/api/discover/knob", {"descriptor": "loudness"})
+        assert got == 409 and "make the knob when it is done" in error["error"]
+    finally:
+        release.set()
+    while job["state"] == "running":
+        time.sleep(0.05)
+        job = client.ok("GET", f"/api/discover/rank/{job['job']}")
+    assert job["state"] == "done" and job["result"]["rows"] == []

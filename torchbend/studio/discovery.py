@@ -186,6 +186,8 @@ class Discoveries:
         -1 to 1. Returns the knob's description and the bending's new state."""
         _check_descriptor(descriptor)
         studio = self.studio
+        if any(job.state == "running" for job in self.jobs.values()):
+            raise StudioError("a ranking is running: make the knob when it is done", 409)
         ranked = self.rankings.get(descriptor)
         if ranked is None:
             raise StudioError(
@@ -197,8 +199,6 @@ class Discoveries:
                 f"{studio.current!r}: rank again",
                 409,
             )
-        if any(job.state == "running" for job in self.jobs.values()):
-            raise StudioError("a ranking is running: make the knob when it is done", 409)
         with studio.lock:
             taken = set(studio.bended.controllables)
         name = name if name is not None else _free_name(descriptor, taken)
