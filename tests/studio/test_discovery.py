@@ -114,11 +114,16 @@ def test_a_knob_attaches_in_one_click_as_any_bending(client: Client, studio: Stu
 def test_the_cap_on_probe_renders_leaves_nodes_out_and_says_so(
     client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(discovery, "PROBE_RENDERS", 60)  # analysis (20 channels): 56 renders
+    # analysis (20 channels, and 8 random directions, each probed both ways): 56 renders;
+    # getitem_2 (4): 24 more would pass 76, getitem_4 (2): 20 fit
+    monkeypatch.setattr(discovery, "PROBE_RENDERS", 76)
     job = ranked(client, {"descriptor": "loudness", "seconds": SECONDS})
-    assert job["nodes"] == ["analysis"] and job["probe_renders"] == 56
+    assert job["nodes"] == ["analysis", "getitem_4"] and job["probe_renders"] == 76
     assert job["left_out"][0] == "getitem_2" and "decoder_0" in job["left_out"]
-    assert {r["node"] for r in job["result"]["rows"]} == {"analysis"}
+    assert {r["node"] for r in job["result"]["rows"]} == {"analysis", "getitem_4"}
+    monkeypatch.setattr(discovery, "PROBE_RENDERS", 19)
+    got, error = client.post("/api/discover/rank", {"descriptor": "loudness"})
+    assert got == 422 and "'analysis' alone needs more probe renders" in error["error"]
 
 
 @pytest.mark.parametrize(

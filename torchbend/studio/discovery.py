@@ -283,27 +283,30 @@ class Discoveries:
         return audio.float().mean(0)[:length]
 
     def _capped(self, model: BendedModule, nodes: list[str]) -> tuple[list[str], list[str], int]:
-        """The nodes probed within :data:`PROBE_RENDERS`, in order, those left out, and the
-        renders the kept ones make."""
+        """The nodes probed, in order, each while the renders stay within
+        :data:`PROBE_RENDERS` (a node that would pass them is left out, the next ones tried),
+        those left out, and the renders the kept ones make."""
         studio = self.studio
         names = set(studio.bended.activation_names(studio.fn))
         nodes = [n for n in nodes if n in names]  # a knob is attached to the studio's model
         kept: list[str] = []
+        left_out: list[str] = []
         renders = 0
-        for i, node in enumerate(nodes):
-            width = int(model.activation_shape(node, studio.fn)[1])
-            cost = 2 * (width + RANDOMS)
+        for node in nodes:
+            cost = 2 * (int(model.activation_shape(node, studio.fn)[1]) + RANDOMS)
             if renders + cost > PROBE_RENDERS:
-                if not kept:
-                    raise StudioError(
-                        f"{node!r} alone needs {cost} probe renders, more than the studio's "
-                        f"{PROBE_RENDERS}: rank it from Python (torchbend.discover.rank)",
-                        422,
-                    )
-                return kept, nodes[i:], renders
+                left_out.append(node)
+                continue
             kept.append(node)
             renders += cost
-        return kept, [], renders
+        if not kept:
+            raise StudioError(
+                f"{left_out[0]!r} alone needs more probe renders than the studio's "
+                f"{PROBE_RENDERS}: name smaller nodes in targets, or rank from Python "
+                "(torchbend.discover.rank)",
+                422,
+            )
+        return kept, left_out, renders
 
     def _model(self, audio: torch.Tensor) -> BendedModule:
         """The copy of the model discovery runs on, offline, bent as the studio's model is now
