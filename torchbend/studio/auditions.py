@@ -3,7 +3,6 @@ bypassed, and a node's activation played as a sound (:mod:`torchbend.discover.au
 
 from __future__ import annotations
 
-import math
 import threading
 from typing import Any, Protocol
 
@@ -14,6 +13,7 @@ from ..bended import BendedModule
 from ..discover.audition import MODES, as_audio, auditioning, check_channels, check_time
 from ..errors import DiscoveryError, StudioError, TorchbendError, did_you_mean
 from ..sweep.jobs import encode
+from .replies import seconds_value
 from .sounds import SoundLibrary
 
 __all__ = ["Auditioned", "Auditions"]
@@ -107,15 +107,10 @@ class Auditions:
     def _sound(self, seconds: Any) -> torch.Tensor:
         studio = self.studio
         audio = studio.library.get(studio.current).audio
-        if seconds is None:
+        given = seconds_value(seconds)
+        if given is None:
             return audio
-        if (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, (int, float))
-            or not (math.isfinite(seconds) and seconds > 0)
-        ):
-            raise StudioError(f"'seconds' is a number of seconds above 0, got {seconds!r}")
-        return audio[:, : max(1, int(seconds * studio.sample_rate))]
+        return audio[:, : max(1, int(given * studio.sample_rate))]
 
 
 def _channel(channel: Any) -> int | None:

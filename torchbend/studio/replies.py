@@ -23,6 +23,7 @@ __all__ = [
     "has_body",
     "read_body",
     "reply",
+    "seconds_value",
 ]
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,19 @@ def field(data: Any, name: str, default: Any = ...) -> Any:
             raise StudioError(f"the body has no {name!r}")
         return default
     return data[name]
+
+
+def seconds_value(seconds: Any) -> float | None:
+    """A request's ``seconds``: ``None`` (not given), or a finite number above 0."""
+    if seconds is None:
+        return None
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, (int, float))
+        or not (math.isfinite(seconds) and seconds > 0)
+    ):
+        raise StudioError(f"'seconds' is a number of seconds above 0, got {seconds!r}")
+    return float(seconds)
 
 
 async def _refused(request: Request, exc: Exception) -> Response:

@@ -225,6 +225,36 @@ async def audio(request: Request) -> Response:
     return FileResponse(path, media_type="audio/wav")  # answers Range: the page seeks
 
 
+async def discover(request: Request) -> Response:
+    """What the discovery panel offers: the descriptors, and the limits of a ranking."""
+    from ..audio.perceptual import NAMES
+    from .discovery import PROBE_RENDERS, SECONDS
+
+    return reply({"descriptors": list(NAMES), "seconds": SECONDS, "probe_renders": PROBE_RENDERS})
+
+
+async def rank(request: Request) -> Response:
+    """Start ranking the channels by a descriptor of the current sound: ``{"descriptor",
+    "targets"?, "seconds"?}``; answers the job to poll."""
+    data = await body(request)
+    descriptor, targets = field(data, "descriptor"), field(data, "targets", None)
+    seconds = field(data, "seconds", None)
+    discoveries = _studio(request).discoveries
+    return reply(await run_in_threadpool(discoveries.start, descriptor, targets, seconds))
+
+
+async def rank_job(request: Request) -> Response:
+    return reply(_studio(request).discoveries.job(request.path_params["job"]))
+
+
+async def make_knob(request: Request) -> Response:
+    """Attach a knob for a descriptor, made of its last ranking: ``{"descriptor", "name"?}``."""
+    data = await body(request)
+    descriptor, name = field(data, "descriptor"), field(data, "name", None)
+    discoveries = _studio(request).discoveries
+    return reply(await run_in_threadpool(discoveries.make_knob, descriptor, name))
+
+
 API_ROUTES = [
     Route("/api/model", model),
     Route("/api/graph", graph),
@@ -235,6 +265,10 @@ API_ROUTES = [
     Route("/api/audition", audition),
     Route("/api/audition/activation", activation_audio),
     Route("/api/callbacks", callbacks),
+    Route("/api/discover", discover),
+    Route("/api/discover/rank", rank, methods=["POST"]),
+    Route("/api/discover/rank/{job}", rank_job),
+    Route("/api/discover/knob", make_knob, methods=["POST"]),
     Route("/api/config", Config),
     Route("/api/bendings", add, methods=["POST"]),
     Route("/api/bendings/{index}", remove, methods=["DELETE"]),

@@ -8,7 +8,6 @@ Every request of the server is a call of :class:`Studio`, of its editor or of it
 from __future__ import annotations
 
 import logging
-import math
 import re
 import threading
 import time
@@ -43,6 +42,8 @@ from ..sweep.measure import measure
 from . import describe
 from .auditions import Auditions
 from .bending import BendingEditor
+from .discovery import Discoveries
+from .replies import seconds_value
 from .sounds import Limits, SoundLibrary, spectrogram, waveform
 
 __all__ = ["RENDERS", "Render", "Studio"]
@@ -146,6 +147,8 @@ class Studio:
         """The bending, as the page edits it."""
         self.auditions = Auditions(self)
         """A channel of a node soloed or bypassed, or an activation, as a sound."""
+        self.discoveries = Discoveries(self)
+        """Channels ranked by a descriptor of the current sound, and knobs made of them."""
         self.renders: OrderedDict[str, Render] = OrderedDict()
         self.last_render: dict[str, Any] | None = None
         """What :meth:`render` answered last: the page shows it again when it is reloaded."""
@@ -288,14 +291,9 @@ class Studio:
             raise StudioError(f"'sound' names a sound, got {sound_id!r}")
         sound = self.library.get(sound_id or self.current)
         audio = sound.audio
-        if seconds is not None:
-            if (
-                isinstance(seconds, bool)
-                or not isinstance(seconds, (int, float))
-                or not (math.isfinite(seconds) and seconds > 0)
-            ):
-                raise StudioError(f"'seconds' is a number of seconds above 0, got {seconds!r}")
-            audio = audio[:, : max(1, int(seconds * self.sample_rate))]
+        given = seconds_value(seconds)
+        if given is not None:
+            audio = audio[:, : max(1, int(given * self.sample_rate))]
         with self.lock:
             key = (sound.id, audio.shape[-1])
             if key not in self._unbent:

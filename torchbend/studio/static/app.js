@@ -164,6 +164,9 @@ function fmtValue(v) {
     if (v.offset !== undefined && v.offset !== 0) extra.push(`+${fmtNum(v.offset)}`);
     return `⟨${v.control}${extra.join("")}⟩`;
   }
+  if (v && typeof v === "object" && v.tensor && Array.isArray(v.tensor.shape)) {
+    return `${v.tensor.dtype}[${v.tensor.shape.join("×")}]`; // a Steer's vector: its numbers are in the JSON
+  }
   if (typeof v === "number") return fmtNum(v);
   return JSON.stringify(v);
 }
@@ -849,23 +852,14 @@ function markSelectedRows() {
   }
 }
 
-for (const kind of ["weights", "activations"]) {
-  const input = $(`#${kind}-filter`);
-  const reload = debounce(() => loadTable(kind), 250);
-  input.addEventListener("input", reload);
-  input.addEventListener("keydown", (e) => {
-    if (e.key === "Enter") {
-      e.preventDefault();
-      loadTable(kind);
-    }
-  });
-  const tbody = $(`#${kind}-table`).tBodies[0];
+/** Rows of `tbody` a click or Enter picks (`pick(tr)`); ↑ ↓, Page Up, Page Down, Home and End
+ * move between them, one of them in the tab order. */
+function rowsPick(tbody, pick) {
   const activateRow = (tr) => {
     if (!tr || !tr.dataset.name) return;
     for (const r of tbody.rows) r.tabIndex = -1;
     tr.tabIndex = 0;
-    clearError();
-    tables[kind].activate(tr.dataset.name);
+    pick(tr);
   };
   tbody.addEventListener("click", (e) => activateRow(e.target.closest("tr")));
   tbody.addEventListener("keydown", (e) => {
@@ -890,6 +884,22 @@ for (const kind of ["weights", "activations"]) {
     tr.tabIndex = -1;
     rows[j].tabIndex = 0;
     rows[j].focus();
+  });
+}
+
+for (const kind of ["weights", "activations"]) {
+  const input = $(`#${kind}-filter`);
+  const reload = debounce(() => loadTable(kind), 250);
+  input.addEventListener("input", reload);
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") {
+      e.preventDefault();
+      loadTable(kind);
+    }
+  });
+  rowsPick($(`#${kind}-table`).tBodies[0], (tr) => {
+    clearError();
+    tables[kind].activate(tr.dataset.name);
   });
 }
 
@@ -1974,6 +1984,88 @@ document.addEventListener("keydown", (e) => {
   }
 });
 
+// ---------------------------------------------------------------- discover
+
+const discover = { descriptor: null, rows: [] };
+const rankBtn = $("#rank");
+const knobBtn = $("#make-knob");
+
+async function loadDiscover() {
+  const d = await api("/api/discover");
+  $("#descriptor").replaceChildren(...d.descriptors.map((n) => el("option", { value: n, text: n })));
+  $("#discover-seconds").max = String(d.seconds);
+  $("#discover-seconds").value = String(d.seconds);
+  $("#discover-hint").textContent = `ranks the channels on the current sound's first seconds (at most ${d.seconds}); ` +
+    `at most ${d.probe_renders} probe renders: nodes past them are left out (name them in Targets)`;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function renderRanking(job) {
+  const r = job.result;
+  discover.descriptor = job.descriptor;
+  discover.rows = r.rows;
+  const tbody = $("#discover-table").tBodies[0];
+  tbody.replaceChildren(...r.rows.map((row, i) => {
+    const cells = [row.node, row.channel, fmtNum(row.effect), fmtNum(row.specificity), fmtNum(row.random_ratio)];
+    return el("tr", { tabindex: i ? "-1" : "0", dataset: { name: row.node, channel: String(row.channel) }, title: `changes: ${Object.entries(row.changes).map(([k, v]) => `${k} ${fmtNum(v)}`).join(", ")}` },
+      ...cells.map((c) => el("td", { text: c })));
+  }));
+  const left = job.left_out.length ? `; ${job.left_out.length} node${job.left_out.length === 1 ? "" : "s"} left out by the cap (name them in Targets)` : "";
+  $("#rank-status").textContent = `${job.descriptor}: ${r.count} channels of ${job.nodes.length} node${job.nodes.length === 1 ? "" : "s"} on ${job.sound} (${job.seconds} s)${left}`;
+}
+
+$("#discover-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  action(async () => {
+    const body = { descriptor: $("#descriptor").value };
+    const targets = $("#discover-targets").value.trim();
+    if (targets) body.targets = targets;
+    const seconds = Number($("#discover-seconds").value);
+    if ($("#discover-seconds").value !== "" && Number.isFinite(seconds)) body.seconds = seconds;
+    const bar = $("#rank-progress");
+    const said = $("#rank-status");
+    knobBtn.disabled = true;
+    try {
+      let job = await api("/api/discover/rank", { method: "POST", body });
+      bar.hidden = false;
+      while (job.state === "running") {
+        bar.max = Math.max(1, job.total);
+        bar.value = job.done;
+        said.textContent = `ranking by ${job.descriptor}: ${job.done} of ${job.total} nodes${job.node ? ` (${job.node})` : ""}…`;
+        await sleep(250);
+        job = await api(`/api/discover/rank/${enc(job.job)}`);
+      }
+      if (job.state === "failed") throw new ApiError(job.error, job.status);
+      renderRanking(job);
+      setStatus(`ranked ${job.nodes.length} node${job.nodes.length === 1 ? "" : "s"} by ${job.descriptor}`);
+    } catch (err) {
+      said.textContent = "";
+      throw err;
+    } finally {
+      bar.hidden = true;
+      knobBtn.disabled = !discover.descriptor;
+    }
+  }, { buttons: rankBtn });
+});
+
+knobBtn.addEventListener("click", () => action(async () => {
+  const descriptor = discover.descriptor;
+  setStatus(`finding a ${descriptor} knob…`);
+  const got = await api("/api/discover/knob", { method: "POST", body: { descriptor } });
+  const k = got.knob;
+  applyState(got.state);
+  $("#knob-info").textContent = `${k.description}: control “${k.control.name}”, −1 to 1, in Bend`;
+  setStatus(`attached a ${descriptor} knob at ${k.node}`);
+  setTab("bend");
+  const slider = $(`#controls .control[data-name="${CSS.escape(k.control.name)}"]`);
+  if (slider) slider.scrollIntoView({ block: "nearest" });
+}, { buttons: knobBtn }));
+
+rowsPick($("#discover-table").tBodies[0], (tr) => {
+  if (S.nodes.has(tr.dataset.name)) selectNode(tr.dataset.name);
+});
+
 // ---------------------------------------------------------------- start
 
 let ready = false;
@@ -1982,7 +2074,7 @@ async function init() {
   setStatus("loading…");
   await createView();
   await loadModel();
-  const [, , st, last] = await Promise.all([loadGraph(), loadCallbacks(), api("/api/config"), api("/api/render"), loadSounds()]);
+  const [, , st, last] = await Promise.all([loadGraph(), loadCallbacks(), api("/api/config"), api("/api/render"), loadSounds(), loadDiscover()]);
   applyState(st);
   if (last.render) {
     // a reloaded page shows the session's last render again, ready to play
