@@ -24,6 +24,7 @@ from ..tracing.records import record_of
 
 __all__ = [
     "FORM_CALLBACKS",
+    "NOT_IN_A_FORM",
     "activation_rows",
     "callback_forms",
     "graph_json",
@@ -46,8 +47,15 @@ _NOT_FROM_A_FORM = {
 FORM_CALLBACKS: dict[str, type[BendingCallback]] = {
     name: cls for name, cls in sorted(CALLBACKS.items()) if name not in _NOT_FROM_A_FORM
 }
-"""The callbacks the page offers and the server builds: the registry's, less those whose
-arguments are no plain data."""
+"""The callbacks the server builds: the registry's, less those whose arguments are no plain
+data."""
+
+NOT_IN_A_FORM = {
+    "Gains": "takes a vector fitted to a node: the Discover tab's knobs make one",
+    "Steer": "takes a vector fitted to a node: the Discover tab's knobs make one",
+}
+"""Callbacks the server builds (from a configuration, a knob) but the page's form does not
+offer: their arguments are numbers fitted to a node, which nobody types."""
 
 
 def pattern(text: str | None, what: str) -> str | None:
@@ -255,6 +263,7 @@ def callback_forms() -> list[dict[str, Any]]:
     return [
         {"name": name, "doc": _summary(cls), "args": _arguments(cls)}
         for name, cls in FORM_CALLBACKS.items()
+        if name not in NOT_IN_A_FORM
     ]
 
 
