@@ -148,14 +148,18 @@ class Steer(BendingCallback):
         unit = self.shaped(x, name)
         # One line per type of ``strength``: TorchScript needs the branch to know the product.
         if isinstance(strength, torch.Tensor):
-            return x + unit * (strength * self.rms)
-        return x + unit * (strength * self.rms)
+            return self.move(x, unit * (strength * self.rms))
+        return self.move(x, unit * (strength * self.rms))
 
     def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
         strength = self.strength
         if strength == 0.0:
             return weight
-        return weight + self.shaped(weight, name) * (strength * self.rms)
+        return self.move(weight, self.shaped(weight, name) * (strength * self.rms))
+
+    def move(self, x: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
+        """``x`` moved by ``step`` (``strength * rms * unit``, laid along ``x``): added."""
+        return x + step
 
     def extra_repr(self) -> str:
         """The vector's shape (not its values), and the other arguments that differ from
@@ -212,17 +216,6 @@ class Gains(Steer):
                  [0.5000, 0.5000]]])
     """
 
-    def bend(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        strength = self.along("strength", x)
-        if at_zero(strength):
-            return x
-        unit = self.shaped(x, name)
-        if isinstance(strength, torch.Tensor):
-            return x * torch.exp(unit * (strength * self.rms))
-        return x * torch.exp(unit * (strength * self.rms))
-
-    def bend_weight(self, weight: torch.Tensor, name: str) -> torch.Tensor:
-        strength = self.strength
-        if strength == 0.0:
-            return weight
-        return weight * torch.exp(self.shaped(weight, name) * (strength * self.rms))
+    def move(self, x: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
+        """``x`` multiplied by ``exp(step)``: the step is in nepers."""
+        return x * torch.exp(step)
