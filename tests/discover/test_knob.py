@@ -48,13 +48,13 @@ def _held_out() -> dict[str, torch.Tensor]:
 
 
 CASES = {
-    # model: (what its ranking probes, how, the knobs it has). TinyDDSP's latent and the
-    # layer that makes its timbre channels, pushed; TinyRave's latent and last decoder layer
-    # (the bands of its filter bank), scaled: a filter-bank model has no pitch knob. A
-    # ranking of every hidden activation finds the same nodes (docs/discover.md); naming
-    # them keeps the test short.
-    "tiny_ddsp": ("^(cat|encoder_3)$", "push", ("brightness", "loudness", "pitch")),
-    "tiny_rave": ("^(encoder_2|decoder_2)$", "scale", ("brightness", "loudness")),
+    # model: (what its ranking probes, how, the nodes a knob tries, the knobs it has).
+    # TinyDDSP's latent and the layer that makes its timbre channels, pushed; TinyRave's
+    # latent and last decoder layer (the bands of its filter bank), scaled: a filter-bank
+    # model has no pitch knob. A ranking of every hidden activation finds the same nodes
+    # (docs/discover.md); naming them keeps the test short.
+    "tiny_ddsp": ("^(cat|encoder_3)$", "push", 1, ("brightness", "loudness", "pitch")),
+    "tiny_rave": ("^(encoder_2|decoder_2)$", "scale", 2, ("brightness", "loudness")),
 }
 
 
@@ -67,10 +67,12 @@ def found(request):
         ]
         for name in SHIPPED
     }
-    targets, probe, descriptors = CASES[request.param]
+    targets, probe, nodes, descriptors = CASES[request.param]
     bended = tb.BendedModule(tb.models.load(request.param))
     ranking = rank(bended, shipped, "pitch", targets=targets, probe=probe, rate=RATE)
-    knobs = {d: knob(bended, shipped, d, ranking=ranking, nodes=2, rate=RATE) for d in descriptors}
+    knobs = {
+        d: knob(bended, shipped, d, ranking=ranking, nodes=nodes, rate=RATE) for d in descriptors
+    }
     return request.param, bended, {**shipped, **_held_out()}, knobs
 
 

@@ -35,8 +35,8 @@ __all__ = ["POSITIONS", "SPANS", "Knob", "directions", "knob"]
 POSITIONS: tuple[float, ...] = tuple(i / 4 - 1 for i in range(9))
 """The knob's positions a calibration renders: -1 to 1 in nine steps."""
 
-SPANS: tuple[float, ...] = tuple(2 ** (k / 2 - 4) for k in range(15))
-"""The spans tried, from 1/16 to 8 by factors of the square root of 2, in multiples of the
+SPANS: tuple[float, ...] = tuple(2.0 ** (k - 4) for k in range(8))
+"""The spans tried, from 1/16 to 8 by factors of 2, in multiples of the
 node's RMS (the offset added at the knob's ends has an RMS over the channels of ``span`` times
 the node's RMS) or, for gains, in nepers."""
 
