@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 import torch
 
-from ..audio.perceptual import NAMES, change, perceive, shortest_sound
+from ..audio.perceptual import NAMES, descriptor_changes, perceive, shortest_sound
 
 __all__ = ["EFFECTS", "PREFIX", "describe", "effects"]
 
@@ -61,8 +61,5 @@ def effects(
     after = describe(audio, sample_rate) if unbent is not None else None
     if unbent is None or after is None:
         return dict.fromkeys(EFFECTS)
-    values: dict[str, float | None] = {}
-    for name in NAMES:
-        step = change(name, unbent[name], after[name])
-        values[PREFIX + name] = step if math.isfinite(step) else None
-    return values
+    moved = descriptor_changes(unbent, after)
+    return {PREFIX + name: step if math.isfinite(step) else None for name, step in moved.items()}
