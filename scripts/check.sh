@@ -5,6 +5,13 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev
 bash scripts/system_audio.sh
 bash scripts/system_browser.sh
+bash scripts/system_pd.sh
+# The real nn~ host (tests/pdhost.py): a build of nn~'s Pd external kept beside the project
+# (a test tool, never shipped); the tests that need it skip with the reason where it is absent.
+if [ -z "${TORCHBEND_NNTILDE:-}" ] && [ -f ../shared/nntilde/nn~.pd_linux ]; then
+  TORCHBEND_NNTILDE="$(cd ../shared/nntilde && pwd)"
+  export TORCHBEND_NNTILDE
+fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
