@@ -13,7 +13,8 @@ and exports it three ways, into DIR (default ``out/examples/07``):
 - ``tiny_ddsp_bent.pt2`` with ``tb.export.pt2`` (knobs frozen), reloaded with
   ``torch.export.load`` and compared.
 
-``--smoke`` exports only ``forward`` to nn~.
+``--smoke`` exports only ``forward`` to nn~. ``examples/07_play_in_pd.pd`` plays the nn~ file
+in Pure Data, with the knobs on message boxes (docs/hosts.md: playing in Max and Pd).
 """
 
 from __future__ import annotations
@@ -36,32 +37,38 @@ def bend(bended: tb.BendedModule) -> None:
     bended.bend(tb.Scale(1.5), r"decoder\.0\.weight")  # a weight: bent once, frozen in
 
 
+def export_for_nntilde(out: Path, smoke: bool = False) -> Path:
+    """1. nn~, traced per method, in streaming mode: TinyDDSP's caches, oscillator phases and
+    noise position carry from one buffer nn~ gives to the next, so buffers join without
+    clicks. Returns the file (examples/07_play_in_pd.pd plays it in Pure Data)."""
+    x = torch.randn(1, 1, 8192) * 0.1
+    model = load("tiny_ddsp")
+    model.set_streaming(True)
+    bended = tb.BendedModule(model)
+    bended.trace(x=x)
+    methods = ("forward",) if smoke else ("forward", "encode", "decode")
+    if not smoke:
+        bended.trace("encode", x=x)
+        bended.trace("decode", z=model.encode(x).detach())
+    bend(bended)
+    path = out / "tiny_ddsp_bent.ts"
+    report = tb.export.nntilde(bended, path, methods=methods, sample_rate=model.sample_rate)
+    print(report)
+    # check_nntilde works on any .ts file, ours or downloaded.
+    checked = tb.export.check_nntilde(path)
+    (out / "nntilde_report.txt").write_text(str(checked) + "\n")
+    print(f"wrote {path} and {out / 'nntilde_report.txt'}")
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("out/examples/07"))
     parser.add_argument("--smoke", action="store_true", help="export forward only to nn~")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    export_for_nntilde(args.out, args.smoke)
     x = torch.randn(1, 1, 8192) * 0.1
-
-    # 1. nn~, traced per method, in streaming mode: TinyDDSP's caches, oscillator phases and
-    # noise position carry from one buffer nn~ gives to the next, so buffers join without clicks.
-    model = load("tiny_ddsp")
-    model.set_streaming(True)
-    bended = tb.BendedModule(model)
-    bended.trace(x=x)
-    methods = ("forward",) if args.smoke else ("forward", "encode", "decode")
-    if not args.smoke:
-        bended.trace("encode", x=x)
-        bended.trace("decode", z=model.encode(x).detach())
-    bend(bended)
-    path = args.out / "tiny_ddsp_bent.ts"
-    report = tb.export.nntilde(bended, path, methods=methods, sample_rate=model.sample_rate)
-    print(report)
-    # check_nntilde works on any .ts file, ours or downloaded.
-    checked = tb.export.check_nntilde(path)
-    (args.out / "nntilde_report.txt").write_text(str(checked) + "\n")
-    print(f"wrote {path} and {args.out / 'nntilde_report.txt'}")
 
     # 2. TorchScript and .pt2 of an offline model, each reloaded and compared.
     offline = tb.BendedModule(load("tiny_ddsp"))

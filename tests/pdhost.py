@@ -146,7 +146,9 @@ def play(
     for k in range(0, len(buffers), per_run):
         part = list(buffers[k : k + per_run])
         folder = workdir / f"run{k // per_run}"
-        runs.append(_play_once(file, signal, folder, methods, part, messages, arrays, channels, timeout))
+        runs.append(
+            _play_once(file, signal, folder, methods, part, messages, arrays, channels, timeout)
+        )
     outputs = {n: out for run in runs for n, out in run.outputs.items()}
     return PdRun(outputs, "\n".join(r.log for r in runs), [e for r in runs for e in r.errors])
 
@@ -168,7 +170,9 @@ def _play_once(
     patch = _Patch()
     start = patch.add("loadbang")
     order = patch.add("t b b b b")  # right to left: read, arrays + bufsize, dsp on, play
-    read = patch.add("read -resize input.wav " + " ".join(f"in{i}" for i in range(len(signal))), "msg")
+    read = patch.add(
+        "read -resize input.wav " + " ".join(f"in{i}" for i in range(len(signal))), "msg"
+    )
     filer = patch.add("soundfiler")
     patch.wire(start, 0, order, 0)
     patch.wire(order, 3, read, 0)
@@ -259,7 +263,12 @@ def run_pd(workdir: Path, args: Sequence[str], timeout: float = 120) -> tuple[in
     cmd = ["pd", "-nogui", "-nosound", "-batch", "-noprefs", "-stderr", "-r", str(RATE)]
     cmd += ["-path", os.environ[ENV], *args]
     done = subprocess.run(
-        cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        cmd,
+        cwd=workdir,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
         timeout=timeout,
     )
     log = done.stdout + done.stderr
@@ -334,7 +343,9 @@ def compare(
     for n, played in run.outputs.items():
         early: set[int] = set()
         while True:
-            expected = nn_emulation(file, audio, n, methods=methods, messages=messages, early=frozenset(early))
+            expected = nn_emulation(
+                file, audio, n, methods=methods, messages=messages, early=frozenset(early)
+            )
             length = min(played.shape[-1], expected.shape[-1])
             diff = np.abs(played[:, :length] - expected[:, :length]).max(axis=0)
             worst = float(diff.max()) if length else 0.0
@@ -347,11 +358,15 @@ def compare(
             early.add(moved)
         errors[n] = worst
     bad = {n: e for n, e in errors.items() if e > tolerance}
-    assert not bad, f"Pd's output differs from nn~'s call pattern at buffers {bad}; errors: {run.errors[:5]}"
+    assert not bad, (
+        f"Pd's output differs from nn~'s call pattern at buffers {bad}; errors: {run.errors[:5]}"
+    )
     return errors
 
 
-def _message_at(sample: int, buffer: int, messages: Sequence[Message], early: set[int], depth: int) -> int | None:
+def _message_at(
+    sample: int, buffer: int, messages: Sequence[Message], early: set[int], depth: int
+) -> int | None:
     """The message not yet moved whose later block is the one where the output of a chain of
     ``depth`` objects first differs at ``sample``, if any."""
     block = (sample - depth * lag(buffer)) // buffer
