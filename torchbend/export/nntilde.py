@@ -27,7 +27,7 @@ from .contract import (
     is_power_of_two,
 )
 from .plan import ExportPlan
-from .source import contract_source
+from .source import attribute_type, contract_source
 from .torchscript import save
 from .verify import check_export
 
@@ -36,8 +36,9 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_SAMPLE_RATE", "MIN_SAMPLE_RATE", "TYPE_HASH", "nntilde"]
 
-TYPE_HASH = {"bool": 0, "int": 1, "float": 2, "str": 3, "tensor": 4}
-"""nn~'s codes for attribute types, as in its ``<attribute>_params`` buffers."""
+TYPE_HASH = {"bool": 0, "int": 1, "float": 2, "str": 3, "tensor": 4, "buffer": 5}
+"""nn~'s codes for attribute types, as in its ``<attribute>_params`` buffers (``buffer``: a Pd
+array or Max buffer~ the patch names; nn~ 1.6)."""
 
 MIN_SAMPLE_RATE = 1_000
 """The lowest sample rate :func:`nntilde` takes, in Hz."""
@@ -191,7 +192,9 @@ def nntilde(
                 )
             setattr(container, f"{method}_{side}_labels", labels)
     for name, c in plan.controls.items():
-        container.register_buffer(f"{name}_params", torch.tensor([TYPE_HASH[c.control.kind]]))
+        container.register_buffer(
+            f"{name}_params", torch.tensor([TYPE_HASH[attribute_type(c.control)]])
+        )
     if stage is not None and not any(isinstance(m, SafeOutput) for m in container.children()):
         raise ExportError(
             f"safety=True limits audio outputs, and no exported method gives audio (methods "
