@@ -69,7 +69,11 @@ def nntilde(
     and ``get_attributes()`` list them; each control of ``bended.controllables`` is an nn~
     attribute with its ``<name>_params`` type buffer, ``get_<name>()`` (a tuple) and
     ``set_<name>(value)`` (``0``, or ``-1`` when out of range); ``get_sample_rate()`` gives
-    ``sample_rate``.
+    ``sample_rate``. Bool controls and menus (int controls with ``widget.choices``) are text
+    attributes, whose setters read what a patch sends (``[set flip 0(`` arrives as
+    ``"0.000000"``; ``[set wave saw(`` names an entry) and whose getters give text
+    (:func:`~torchbend.export.source.attribute_type`; docs/export.md, "Setting controls from a
+    patch").
 
     A bended TorchScript file is written back as itself with its weights bent when it has
     weight bendings only (and no ``safety``); with activation bendings, from its graphs, the
