@@ -27,7 +27,8 @@ from .contract import (
     is_power_of_two,
 )
 from .plan import ExportPlan
-from .source import attribute_type, contract_source
+from .source import contract_source
+from .text_attributes import attribute_type
 from .torchscript import save
 from .verify import check_export
 
@@ -72,7 +73,7 @@ def nntilde(
     ``sample_rate``. Bool controls and menus (int controls with ``widget.choices``) are text
     attributes, whose setters read what a patch sends (``[set flip 0(`` arrives as
     ``"0.000000"``; ``[set wave saw(`` names an entry) and whose getters give text
-    (:func:`~torchbend.export.source.attribute_type`; docs/export.md, "Setting controls from a
+    (:mod:`~torchbend.export.text_attributes`; docs/export.md, "Setting controls from a
     patch").
 
     A bended TorchScript file is written back as itself with its weights bent when it has

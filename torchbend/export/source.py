@@ -1,9 +1,11 @@
 """TorchScript source of exported modules: methods, control setters and getters, nn~'s contract.
 
-Every line of TorchScript that torchbend writes as text is written here. The rules controls
-follow (a ramp's values, the bounds of the arguments they drive, the conversion of their values
-into those arguments) are not: the methods written here call the scriptable functions of
-:mod:`torchbend.controls.rules`, which Python calls too, compiled into the exported file.
+Every line of TorchScript that torchbend writes as text is written here, but for those with
+which the setters of nn~'s text attributes read text (:mod:`.text_attributes`). The rules
+controls follow (a ramp's values, the bounds of the arguments they drive, the conversion of
+their values into those arguments) are not: the methods written here call the scriptable
+functions of :mod:`torchbend.controls.rules`, which Python calls too, compiled into the exported
+file.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..controls import BendingParameter, ControlView
+from ..controls import ControlView
 from ..errors import ExportError
 from .arguments import (
     MISSING,
@@ -25,14 +27,9 @@ from .arguments import (
 )
 from .plan import ExportPlan, PlannedControl, PlannedWrite
 from .reader import FORMAT, VERSION
+from .text_attributes import attribute_type, from_text_source, text_getter_value
 
-__all__ = [
-    "CONTROLS_METHOD",
-    "attribute_type",
-    "contract_source",
-    "controls_metadata",
-    "methods_source",
-]
+__all__ = ["CONTROLS_METHOD", "contract_source", "controls_metadata", "methods_source"]
 
 CONTROLS_METHOD = "get_controls_json"
 """The method of an exported module that returns its controls' metadata, as JSON text."""
@@ -139,24 +136,13 @@ def _checks(where: str, a: ExportedArgument) -> list[str]:
     return lines
 
 
-def attribute_type(control: BendingParameter) -> str:
-    """The type nn~ is told a control's attribute has (a key of
-    :data:`~torchbend.export.nntilde.TYPE_HASH`): ``"str"`` for a bool control and a menu (an
-    int control with ``widget.choices``), whose setters read the text a patch sends (nn~ would
-    read any number as true for a bool, and no entry's name for an int); else the control's
-    kind."""
-    if control.kind == "bool" or (control.kind == "int" and control.widget.choices):
-        return "str"
-    return control.kind
-
-
 def _control_source(name: str, c: PlannedControl, getters: str, plan: ExportPlan) -> list[str]:
     control = c.control
     kind = {"float": "float", "int": "int", "bool": "bool"}[control.kind]
     text = getters == "tuple" and attribute_type(control) == "str"
     if text:  # nn~ passes text; Python may pass the value itself
         lines = [f"def set_{name}(self, given: Union[{kind}, str]) -> int:"]
-        lines += _from_text_source(control)
+        lines += from_text_source(control)
     else:
         lines = [f"def set_{name}(self, value: {kind}) -> int:"]
     if kind == "float":
@@ -178,7 +164,7 @@ def _control_source(name: str, c: PlannedControl, getters: str, plan: ExportPlan
     if text:
         lines += [
             f"def get_{name}(self) -> Tuple[str]:",
-            f"    return ({_as_text(name, control)},)",
+            f"    return ({text_getter_value(name, control)},)",
         ]
     elif getters == "tuple":
         lines += [
@@ -188,33 +174,6 @@ def _control_source(name: str, c: PlannedControl, getters: str, plan: ExportPlan
     else:
         lines += [f"def get_{name}(self) -> {kind}:", f"    return self.tb_control_{name}"]
     return lines
-
-
-def _from_text_source(control: BendingParameter) -> list[str]:
-    """In the ``set_`` of an attribute nn~ passes as text (:func:`attribute_type`): ``value``,
-    the control's value read from the text ``given`` (-1 for text it does not read), or
-    ``given`` itself from Python."""
-    if control.kind == "bool":
-        read = ["    flag = rules.bool_from_text(given)", "    value = flag == 1"]
-    else:
-        choices = list(control.widget.choices)
-        read = [f"    value = rules.choice_from_text(given, {choices!r})", "    flag = value"]
-    return [
-        "    if isinstance(given, str):",
-        *["    " + line for line in read],
-        "        if flag < 0:",
-        "            return -1",
-        "    else:",
-        "        value = given",
-    ]
-
-
-def _as_text(name: str, control: BendingParameter) -> str:
-    """The value of a control nn~ reads as text, as text: ``"true"`` or ``"false"``, or the
-    name of the menu's entry."""
-    if control.kind == "bool":
-        return f'("true" if self.tb_control_{name} else "false")'
-    return f"{list(control.widget.choices)!r}[self.tb_control_{name}]"
 
 
 def _held(write: PlannedWrite) -> str:
