@@ -131,3 +131,53 @@ def test_ramp_along_is_the_same_scripted(dtype):
             eager = rules.ramp_along(start, end, x)
             assert torch.equal(eager, scripted(start, end, x))
             assert eager.shape == (length,) and eager[-1].item() == pytest.approx(end, rel=1e-2)
+
+
+TEXTS = [
+    "0.000000",
+    "1.000000",
+    "-2.500000",
+    "2.700000",
+    "+.5",
+    "7",
+    "0",
+    "-0.000000",
+    "1" * 400,
+    "true",
+    "FALSE",
+    "On",
+    "off",
+    "yes",
+    "no",
+    "saw",
+    "Saw",
+    "",
+    ".",
+    "-",
+    "1e3",
+    "nan",
+    "inf",
+    "1.2.3",
+    " 1",
+    "0x1",
+]
+"""Texts a host may send: numbers as nn~ formats them (std::to_string), words, and near misses."""
+
+
+def test_number_from_text_is_the_same_scripted():
+    assert check(rules.number_from_text, [(t,) for t in TEXTS]) == len(TEXTS)
+    assert rules.number_from_text("-2.500000") == -2.5 and rules.number_from_text("1e3") is None
+
+
+def test_bool_from_text_is_the_same_scripted():
+    assert check(rules.bool_from_text, [(t,) for t in TEXTS]) == len(TEXTS)
+    read = {t: rules.bool_from_text(t) for t in ("0.000000", "-0.000000", "0.500000", "On", "no")}
+    assert read == {"0.000000": 0, "-0.000000": 0, "0.500000": 1, "On": 1, "no": 0}
+    assert rules.bool_from_text("saw") == -1
+
+
+def test_choice_from_text_is_the_same_scripted():
+    choices = ["sine", "square", "saw"]
+    assert check(rules.choice_from_text, [(t, choices) for t in TEXTS]) == len(TEXTS)
+    read = [rules.choice_from_text(t, choices) for t in ("saw", "2.700000", "3.000000", "Saw")]
+    assert read == [2, 2, -1, -1]

@@ -17,17 +17,20 @@ Notes:
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import List, Optional  # noqa: UP035 (TorchScript)
 
 import torch
 
 __all__ = [
     "admits",
     "bool_argument",
+    "bool_from_text",
     "call_range",
+    "choice_from_text",
     "fade_weight",
     "float_argument",
     "int_argument",
+    "number_from_text",
     "ramp_along",
     "viewed",
 ]
@@ -121,3 +124,62 @@ def int_argument(
 def bool_argument(value: float) -> bool:
     """A control's value as a bool argument: any value but 0 is true."""
     return bool(value)
+
+
+# -- text from hosts ---------------------------------------------------------------------------
+#
+# nn~ hands a file's setter the text of what a patch sent: a Pd or Max number arrives formatted
+# by C++'s std::to_string ("0.000000", "-2.500000"), a word as it is. The setters of bool and menu
+# controls take that text (their attributes are declared as strings) and read it with these.
+
+
+def number_from_text(text: str) -> Optional[float]:  # noqa: UP045 (TorchScript)
+    """The number ``text`` writes in decimal (``"2"``, ``"-2.500000"``, ``".5"``), or ``None``
+    for any other text (a word, an exponent, ``"nan"``, an empty string, over 300 digits)."""
+    digits = 0
+    dots = 0
+    for i, c in enumerate(text):
+        if c in "+-" and i == 0:
+            continue
+        if c == ".":
+            dots += 1
+        elif c in "0123456789":
+            digits += 1
+        else:
+            return None
+    # Past 300 digits the number may overflow a double, which TorchScript's float() raises on.
+    if digits == 0 or digits > 300 or dots > 1:
+        return None
+    return float(text)
+
+
+def bool_from_text(text: str) -> int:
+    """A bool control's value from a host's text: 1 (on) for ``true``, ``on``, ``yes`` or any
+    number but 0 (a Pd toggle's non-zero value); 0 (off) for ``false``, ``off``, ``no`` or 0;
+    -1 (refused) for any other text. Words in any case."""
+    word = text.lower()
+    if word in ["true", "on", "yes"]:
+        return 1
+    if word in ["false", "off", "no"]:
+        return 0
+    number = number_from_text(text)
+    if number is None:
+        return -1
+    return 0 if number == 0.0 else 1
+
+
+def choice_from_text(text: str, choices: List[str]) -> int:  # noqa: UP006 (TorchScript)
+    """A menu control's entry from a host's text: the index of the entry named ``text`` (exact
+    case), else of the number ``text`` writes rounded down (``"2.700000"`` selects entry 2, as
+    nn~ makes other ints whole); -1 (refused) for any other text or a number outside
+    ``[0, len(choices))``."""
+    for i, choice in enumerate(choices):
+        if choice == text:
+            return i
+    number = number_from_text(text)
+    if number is None or number < 0.0 or number >= len(choices):  # inf as well
+        return -1
+    index = math.floor(number)
+    if index < 0 or index >= len(choices):
+        return -1
+    return int(index)

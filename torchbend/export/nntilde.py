@@ -28,6 +28,7 @@ from .contract import (
 )
 from .plan import ExportPlan
 from .source import contract_source
+from .text_attributes import attribute_type
 from .torchscript import save
 from .verify import check_export
 
@@ -36,8 +37,9 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_SAMPLE_RATE", "MIN_SAMPLE_RATE", "TYPE_HASH", "nntilde"]
 
-TYPE_HASH = {"bool": 0, "int": 1, "float": 2, "str": 3, "tensor": 4}
-"""nn~'s codes for attribute types, as in its ``<attribute>_params`` buffers."""
+TYPE_HASH = {"bool": 0, "int": 1, "float": 2, "str": 3, "tensor": 4, "buffer": 5}
+"""nn~'s codes for attribute types, as in its ``<attribute>_params`` buffers (``buffer``: a Pd
+array or Max buffer~ the patch names; nn~ 1.6)."""
 
 MIN_SAMPLE_RATE = 1_000
 """The lowest sample rate :func:`nntilde` takes, in Hz."""
@@ -68,7 +70,11 @@ def nntilde(
     and ``get_attributes()`` list them; each control of ``bended.controllables`` is an nn~
     attribute with its ``<name>_params`` type buffer, ``get_<name>()`` (a tuple) and
     ``set_<name>(value)`` (``0``, or ``-1`` when out of range); ``get_sample_rate()`` gives
-    ``sample_rate``.
+    ``sample_rate``. Bool controls and menus (int controls with ``widget.choices``) are text
+    attributes, whose setters read what a patch sends (``[set flip 0(`` arrives as
+    ``"0.000000"``; ``[set wave saw(`` names an entry) and whose getters give text
+    (:mod:`~torchbend.export.text_attributes`; docs/export.md, "Setting controls from a
+    patch").
 
     A bended TorchScript file is written back as itself with its weights bent when it has
     weight bendings only (and no ``safety``); with activation bendings, from its graphs, the
@@ -191,7 +197,9 @@ def nntilde(
                 )
             setattr(container, f"{method}_{side}_labels", labels)
     for name, c in plan.controls.items():
-        container.register_buffer(f"{name}_params", torch.tensor([TYPE_HASH[c.control.kind]]))
+        container.register_buffer(
+            f"{name}_params", torch.tensor([TYPE_HASH[attribute_type(c.control)]])
+        )
     if stage is not None and not any(isinstance(m, SafeOutput) for m in container.children()):
         raise ExportError(
             f"safety=True limits audio outputs, and no exported method gives audio (methods "

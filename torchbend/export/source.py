@@ -1,9 +1,11 @@
 """TorchScript source of exported modules: methods, control setters and getters, nn~'s contract.
 
-Every line of TorchScript that torchbend writes as text is written here. The rules controls
-follow (a ramp's values, the bounds of the arguments they drive, the conversion of their values
-into those arguments) are not: the methods written here call the scriptable functions of
-:mod:`torchbend.controls.rules`, which Python calls too, compiled into the exported file.
+Every line of TorchScript that torchbend writes as text is written here, but for those with
+which the setters of nn~'s text attributes read text (:mod:`.text_attributes`). The rules
+controls follow (a ramp's values, the bounds of the arguments they drive, the conversion of
+their values into those arguments) are not: the methods written here call the scriptable
+functions of :mod:`torchbend.controls.rules`, which Python calls too, compiled into the exported
+file.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from .arguments import (
 )
 from .plan import ExportPlan, PlannedControl, PlannedWrite
 from .reader import FORMAT, VERSION
+from .text_attributes import attribute_type, from_text_source, text_getter_value
 
 __all__ = ["CONTROLS_METHOD", "contract_source", "controls_metadata", "methods_source"]
 
@@ -136,7 +139,12 @@ def _checks(where: str, a: ExportedArgument) -> list[str]:
 def _control_source(name: str, c: PlannedControl, getters: str, plan: ExportPlan) -> list[str]:
     control = c.control
     kind = {"float": "float", "int": "int", "bool": "bool"}[control.kind]
-    lines = [f"def set_{name}(self, value: {kind}) -> int:"]
+    text = getters == "tuple" and attribute_type(control) == "str"
+    if text:  # nn~ passes text; Python may pass the value itself
+        lines = [f"def set_{name}(self, given: Union[{kind}, str]) -> int:"]
+        lines += from_text_source(control)
+    else:
+        lines = [f"def set_{name}(self, value: {kind}) -> int:"]
     if kind == "float":
         lines += ["    if math.isnan(value) or math.isinf(value):", "        return -1"]
     if kind != "bool":
@@ -153,7 +161,12 @@ def _control_source(name: str, c: PlannedControl, getters: str, plan: ExportPlan
     else:
         lines += [f"    self.tb_rebend_{k}()" for k in c.weights]
     lines += ["    return 0"]
-    if getters == "tuple":
+    if text:
+        lines += [
+            f"def get_{name}(self) -> Tuple[str]:",
+            f"    return ({text_getter_value(name, control)},)",
+        ]
+    elif getters == "tuple":
         lines += [
             f"def get_{name}(self) -> Tuple[{kind}]:",
             f"    return (self.tb_control_{name},)",
