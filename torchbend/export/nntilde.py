@@ -17,6 +17,7 @@ from ..bended import BendedModule
 from ..errors import ExportError, TracingError
 from .build import build, script
 from .calls import check_one_graph, default_labels, infer_params, least_buffer
+from .fifo import append_fifo
 from .contract import (
     MAX_BUFFER_SIZE,
     FileContract,
@@ -170,6 +171,9 @@ def nntilde(
         for method in plan.methods
     }
     least = least_buffer(module.module, min_buffer_size, method_params.values())
+    # nn~ calls with any buffer from the largest ratio up: a model needing more gets a FIFO.
+    higher = max(max(p[1], p[3]) for p in method_params.values())
+    block = least if least > higher else 0
     container = build(plan)
     check_export(plan, container)
     for method in plan.methods:
@@ -178,6 +182,9 @@ def nntilde(
         check_one_graph(plan.bended, method, entry, values, least)
         if stage is not None and values[3] == 1:
             _append_safety(container, plan, method, stage)
+        if block:
+            passed = [a.name for a in plan.arguments[method] if a.in_graph]
+            append_fifo(container, method, passed, block, values)
         container.register_buffer(f"{method}_params", torch.tensor(values))
         for side, count, given in (
             ("input", values[0], input_labels),
@@ -192,13 +199,18 @@ def nntilde(
             setattr(container, f"{method}_{side}_labels", labels)
     for name, c in plan.controls.items():
         container.register_buffer(f"{name}_params", torch.tensor([TYPE_HASH[c.control.kind]]))
-    if stage is not None and not any(isinstance(m, SafeOutput) for m in container.children()):
+    if stage is not None and not any(isinstance(m, SafeOutput) for m in container.modules()):
         raise ExportError(
             f"safety=True limits audio outputs, and no exported method gives audio (methods "
             f"{plan.methods}, none with out_ratio 1); export forward or decode with it"
         )
     container.sr = int(sample_rate or 44100)  # type: ignore[assignment]
     container.register_buffer("min_buffer_size", torch.tensor([least]))
+    delay = getattr(module.module, "latency", 0)  # the model's own delay, as Stream reads it
+    delay = delay if isinstance(delay, int) and not isinstance(delay, bool) else 0
+    container.latency = delay  # type: ignore[assignment]
+    container.fifo_block = block  # type: ignore[assignment]
+    plan.latency = {"model": delay, "fifo_block": block, "smallest_buffer": higher}
     extra = contract_source(plan.methods, list(plan.controls))
     scripted = script(plan, container, getters="tuple", extra=extra)
     report = _save_checked(scripted, Path(path))
