@@ -236,9 +236,7 @@ def check_nntilde(path: str | Path) -> NNTildeReport:
             raise ExportError(f"{path}: set_{name}{value} returned {status}, expected 0")
     rate = int(module.get_sample_rate()) if hasattr(module, "get_sample_rate") else None
     delay, fifo = (getattr(module, a, 0) for a in ("latency", "fifo_block"))
-    return NNTildeReport(
-        str(path), tuple(methods), tuple(attributes), rate, int(delay), int(fifo)
-    )
+    return NNTildeReport(str(path), tuple(methods), tuple(attributes), rate, int(delay), int(fifo))
 
 
 def check_streams(path: str | Path, params: Mapping[str, Sequence[int]], least: int) -> None:

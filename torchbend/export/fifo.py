@@ -7,7 +7,15 @@ from torch import nn
 
 from ..errors import ExportError
 
-__all__ = ["BlockFifo", "append_fifo", "fifo_latency"]
+__all__ = ["BlockFifo", "append_fifo", "fifo_block", "fifo_latency"]
+
+
+def fifo_block(least: int, higher: int) -> int:
+    """The block of the FIFO an nn~ file needs, in samples, ``0`` for none: ``least`` (the
+    samples its model needs per call) when nn~ may call it with fewer, that is with buffers of
+    ``higher`` samples (the largest ratio of its methods, which nn~ raises smaller buffers
+    to)."""
+    return least if least > higher else 0
 
 
 def fifo_latency(block: int, buffer: int) -> int:

@@ -17,7 +17,6 @@ from ..bended import BendedModule
 from ..errors import ExportError, TracingError
 from .build import build, script
 from .calls import check_one_graph, default_labels, infer_params, least_buffer
-from .fifo import append_fifo
 from .contract import (
     MAX_BUFFER_SIZE,
     FileContract,
@@ -27,6 +26,7 @@ from .contract import (
     check_streams,
     is_power_of_two,
 )
+from .fifo import append_fifo, fifo_block
 from .plan import ExportPlan
 from .source import contract_source
 from .torchscript import save
@@ -173,7 +173,7 @@ def nntilde(
     least = least_buffer(module.module, min_buffer_size, method_params.values())
     # nn~ calls with any buffer from the largest ratio up: a model needing more gets a FIFO.
     higher = max(max(p[1], p[3]) for p in method_params.values())
-    block = least if least > higher else 0
+    block = fifo_block(least, higher)
     container = build(plan)
     check_export(plan, container)
     for method in plan.methods:
