@@ -94,6 +94,11 @@ def nntilde(
     that blows the model up does not reach nn~'s outlets at full scale. Each method has its
     own stage, whose state follows nn~'s calls (and starts over when the batch changes).
 
+    The file records its delays without being run: ``latency`` (the model's own, its
+    ``latency`` attribute), ``fifo_block`` (the FIFO's block, 0 for none) and the same in its
+    metadata (:func:`~torchbend.export.reader.read_latency`); :func:`~torchbend.export.latency`
+    adds nn~'s buffering, per buffer size and sample rate.
+
     Args:
         bended: the bended module, with every exported method traced on a ``[B, C, T]`` input;
             or a plain module (a TorchScript file, or a ``torch.nn.Module`` given ``params``
@@ -106,10 +111,13 @@ def nntilde(
             the inferred ones.
         input_labels: per method, one label per input channel (nn~ shows them on inlets).
         output_labels: per method, one label per output channel.
-        min_buffer_size: the smallest buffer, in samples, the model takes, a power of two
+        min_buffer_size: the block, in samples, the model needs per call, a power of two
             (default: the wrapped module's ``ratio`` attribute, else 1), raised to the
-            largest in or out ratio of the exported methods (nn~ never sends fewer samples);
-            checks run from there up to :data:`~torchbend.export.contract.MAX_BUFFER_SIZE`.
+            largest in or out ratio of the exported methods. nn~ does not read it: it calls
+            with any power-of-two buffer from that largest ratio up, so a larger block puts
+            a FIFO in the file (:class:`~torchbend.export.fifo.BlockFifo`: the output delayed
+            by one block at buffers that hold no whole block); checks run at every buffer
+            from the largest ratio up to :data:`~torchbend.export.contract.MAX_BUFFER_SIZE`.
         safety: ``True``: the safety stage with its default settings at ``sample_rate``;
             a :class:`~torchbend.audio.Safety` (at ``sample_rate``) for other settings;
             ``False``: the methods' outputs as they are.
