@@ -147,7 +147,7 @@ def check_method(module: Any, method: str, params: Any, higher: int = 1) -> Meth
                 if size < least and not fifo:
                     raise ExportError(
                         f"{where} failed: {error_summary(e)}. nn~ calls it with any power-of-"
-                        f"two buffer from {sizes[0]} samples and does not read the file's "
+                        f"two buffer size from {sizes[0]} up and does not read the file's "
                         f"min_buffer_size ({least}): re-export it with this torchbend, which "
                         f"puts a FIFO in the file (latency {least} samples below buffers of "
                         f"{least})"
