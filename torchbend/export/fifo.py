@@ -38,7 +38,8 @@ class BlockFifo(nn.Module):
     change of batch size (``mc.nn~``) starts over.
 
     Args:
-        graph: the method's graph module, one ``[batch, in_channels, frames]`` tensor in.
+        graph: the method's graph module (held as ``inner``), one ``[batch, in_channels,
+            frames]`` tensor in.
         block: the samples the graph needs per call (a multiple of both ratios).
         in_ratio: samples per input frame.
         out_ratio: samples per output frame.
@@ -58,7 +59,7 @@ class BlockFifo(nn.Module):
                 f"a FIFO block of {block} samples must hold whole frames of the ratios "
                 f"{in_ratio} (in) and {out_ratio} (out)"
             )
-        self.graph = graph
+        self.inner = graph
         self.block = block
         self.in_ratio = in_ratio
         self.out_ratio = out_ratio
@@ -77,7 +78,7 @@ class BlockFifo(nn.Module):
         frames = x.shape[2]
         if not self.queuing:
             if frames % self.in_frames == 0:
-                return self.graph(x)
+                return self.inner(x)
             self.queuing = True
             self.pending = x[:, :, :0]
             self.queue = torch.zeros(
@@ -92,7 +93,7 @@ class BlockFifo(nn.Module):
         held = torch.cat([self.pending, x], 2)
         whole = held.shape[2] - held.shape[2] % self.in_frames
         if whole > 0:
-            y = self.graph(held[:, :, :whole])
+            y = self.inner(held[:, :, :whole])
             self.queue = torch.cat([self.queue, y.to(self.queue.dtype)], 2)
         self.pending = held[:, :, whole:]
         wanted = samples // self.out_ratio
