@@ -392,3 +392,20 @@ def test_a_module_found_nowhere_names_where_it_was_looked_for(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     with pytest.raises(TorchbendError, match=r"current folder .* PYTHONPATH"):
         load_model("no_module_here_at_all:make")
+
+
+def test_check_latency_prints_the_table_the_python_api_gives(tmp_path):
+    """``torchbend check FILE --latency``, run as a user runs it, prints the check's report
+    and the latency table of ``tb.export.latency`` (here a file with a FIFO of 16 samples)."""
+    bended = tb.BendedModule(torch.nn.Conv1d(1, 1, 1))
+    bended.trace(input=torch.randn(2, 1, 64))
+    path = tmp_path / "blocks.ts"
+    report = tb.export.nntilde(bended, path, min_buffer_size=16)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    command = [sys.executable, "-m", "torchbend.cli", "check", str(path), "--latency"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{report}\n{tb.export.latency(path)}\n"
+    rows = {line.split()[0]: line.split() for line in done.stdout.splitlines()[6:20]}
+    assert rows["8"] == ["8", "-", "16", "0", "-", "-", "-", "-"]
+    assert rows["64"] == ["64", "64", "0", "0", "64", "1.45", "1.33", "0.67"]

@@ -403,15 +403,17 @@ def test_the_smallest_buffer_is_the_largest_ratio_of_the_methods(tmp_path):
     with torch.no_grad():
         assert torch.equal(exported(x), bended(x))
         assert torch.equal(exported.encode(x), bended.call("encode", x))
-    # A smaller min_buffer_size is raised to the ratio; a larger one is kept.
+    # A smaller min_buffer_size is raised to the ratio.
     report = nntilde(bended, path, ["forward", "encode"], min_buffer_size=2)
     assert [m.buffer_sizes[0] for m in report.methods] == [4, 4]
+    # A larger one is kept, and nn~'s smaller buffers go through a FIFO of that block.
     report = nntilde(bended, path, ["forward", "encode"], min_buffer_size=16)
-    assert [m.buffer_sizes[0] for m in report.methods] == [16, 16]
-    # forward alone shows no ratio: it needs min_buffer_size.
+    assert [m.buffer_sizes[0] for m in report.methods] == [4, 4] and report.fifo_block == 16
+    # forward alone shows no ratio: it needs min_buffer_size, and takes every buffer with it.
     with pytest.raises(ExportError, match=r"'forward'.*shape \[1, 1, 1\] \(buffer 1\)"):
         nntilde(bended, tmp_path / "alone.ts")
-    assert nntilde(bended, tmp_path / "alone.ts", min_buffer_size=4).methods[0].buffer_sizes[0] == 4
+    alone = nntilde(bended, tmp_path / "alone.ts", min_buffer_size=4)
+    assert alone.methods[0].buffer_sizes[0] == 1 and alone.fifo_block == 4
 
 
 def test_a_model_that_can_stream_exported_offline_is_refused(tmp_path):

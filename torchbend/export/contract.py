@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from ..errors import ExportError
+from .fifo import fifo_latency
 
 __all__ = [
     "MAX_BUFFER_SIZE",
@@ -55,6 +56,16 @@ class NNTildeReport:
     attributes: tuple[str, ...]
     """The nn~ attributes (torchbend controls), each with a working getter and setter."""
     sample_rate: int | None
+    model_latency: int = 0
+    """The model's own delay in samples (the file's ``latency`` attribute)."""
+    fifo_block: int = 0
+    """The block of the FIFO the file carries, in samples (``0``: none): buffers of fewer
+    samples are delayed by one block."""
+
+    def latency(self, buffer: int) -> int:
+        """The samples the file delays its output by when called with buffers of ``buffer``
+        samples: its FIFO's (one block below ``fifo_block``) and the model's."""
+        return fifo_latency(self.fifo_block, buffer) + self.model_latency
 
     def __str__(self) -> str:
         lines = [f"{self.path}: nn~ file, sample rate {self.sample_rate}"]
@@ -64,6 +75,18 @@ class NNTildeReport:
                 f"(ratio {m.out_ratio}), buffers {m.buffer_sizes[0]}..{m.buffer_sizes[-1]}, "
                 f"batches {', '.join(map(str, TEST_BATCHES))}: ok"
             )
+        sizes = sorted({n for m in self.methods for n in m.buffer_sizes})
+        spans: list[list[int]] = []
+        for n in sizes:
+            if spans and self.latency(spans[-1][0]) == self.latency(n):
+                spans[-1][1] = n
+            else:
+                spans.append([n, n])
+        said = [f"{self.latency(a)} at buffers {a}..{b}" for a, b in spans]
+        lines.append(
+            f"  latency (samples, model {self.model_latency} + FIFO of {self.fifo_block} below "
+            f"its block): {'; '.join(said) or 'none'}"
+        )
         lines.append(f"  attributes: {', '.join(self.attributes) or 'none'}")
         return "\n".join(lines)
 
@@ -102,16 +125,18 @@ def check_params(method: str, params: Any) -> tuple[int, int, int, int]:
 
 def check_method(module: Any, method: str, params: Any, higher: int = 1) -> MethodCheck:
     """Run ``module.<method>`` as nn~ does and raise :class:`ExportError` on any mismatch;
-    ``higher``: the largest ratio of the file's methods, which nn~'s buffers are multiples of."""
+    ``higher``: the largest ratio of the file's methods, the smallest buffer nn~ gives."""
     in_channels, in_ratio, out_channels, out_ratio = check_params(method, params)
-    # A model may need buffers larger than its methods' ratios (an autoencoder's forward maps
-    # T to T but compresses by its own ratio inside): exports record it as min_buffer_size,
-    # and nn~ sizes buffers by the largest ratio of all the methods (a RAVE file's encode).
+    # nn~ calls every method with its buffer N (its argument or ``bufsize``), raised only to
+    # the largest ratio of the file's methods: it never reads ``min_buffer_size``. A model
+    # that needs larger blocks must take any N (torchbend's files carry a FIFO for it).
     least = int(getattr(module, "min_buffer_size", torch.ones(1)).item())
-    sizes = buffer_sizes(max(in_ratio, out_ratio, least, higher))
+    fifo = int(getattr(module, "fifo_block", 0))
+    sizes = buffer_sizes(max(in_ratio, out_ratio, higher))
     fn = getattr(module, method)
     for batch in TEST_BATCHES:
-        for size in sizes:
+        # Up, then down on another batch (which starts a FIFO over): both ways between buffers.
+        for size in sizes if batch == TEST_BATCHES[0] else sizes[::-1]:
             shape = [batch, in_channels, size // in_ratio]
             expected = [batch, out_channels, size // out_ratio]
             where = f"method {method!r} on a float32 input of shape {shape} (buffer {size})"
@@ -119,6 +144,14 @@ def check_method(module: Any, method: str, params: Any, higher: int = 1) -> Meth
                 with torch.no_grad():
                     y = fn(torch.zeros(shape))
             except Exception as e:
+                if size < least and not fifo:
+                    raise ExportError(
+                        f"{where} failed: {error_summary(e)}. nn~ calls it with any power-of-"
+                        f"two buffer size from {sizes[0]} up and does not read the file's "
+                        f"min_buffer_size ({least}): re-export it with this torchbend, which "
+                        f"puts a FIFO in the file (latency {least} samples below buffers of "
+                        f"{least})"
+                    ) from e
                 raise ExportError(
                     f"{where} failed: {error_summary(e)}. If its graph depends on the input's "
                     "length or batch size, trace it on inputs nn~ gives, or fix the decision."
@@ -148,8 +181,12 @@ def check_nntilde(path: str | Path) -> NNTildeReport:
     Every method listed by ``get_methods()`` must have its ``<method>_params`` buffer
     (power-of-two ratios) and as many input and output labels as channels, and must return a
     float32 ``[batch, out_channels, buffer // out_ratio]`` tensor for batch 1 and 4 and every
-    power-of-two buffer size from the file's largest ratio (nn~ sizes buffers by it) up to
-    8192. Every attribute listed by
+    power-of-two buffer size from the file's largest ratio (nn~ raises smaller buffers to it,
+    and calls with any larger one: it does not read ``min_buffer_size``) up to 8192, in
+    increasing sizes on batch 1 and decreasing ones on batch 4. A file whose model needs
+    larger blocks works there only with the FIFO torchbend's exports carry; an older file
+    fails, naming the buffer. The report gives the latency at each buffer
+    (:meth:`NNTildeReport.latency`). Every attribute listed by
     ``get_attributes()`` must have its ``<name>_params`` buffer, a getter returning a tuple and
     a setter accepting that value (returning 0).
 
@@ -198,7 +235,8 @@ def check_nntilde(path: str | Path) -> NNTildeReport:
         if status != 0:
             raise ExportError(f"{path}: set_{name}{value} returned {status}, expected 0")
     rate = int(module.get_sample_rate()) if hasattr(module, "get_sample_rate") else None
-    return NNTildeReport(str(path), tuple(methods), tuple(attributes), rate)
+    delay, fifo = (getattr(module, a, 0) for a in ("latency", "fifo_block"))
+    return NNTildeReport(str(path), tuple(methods), tuple(attributes), rate, int(delay), int(fifo))
 
 
 def check_streams(path: str | Path, params: Mapping[str, Sequence[int]], least: int) -> None:

@@ -26,6 +26,7 @@ from .contract import (
     check_streams,
     is_power_of_two,
 )
+from .fifo import append_fifo, fifo_block
 from .plan import ExportPlan
 from .source import contract_source
 from .text_attributes import attribute_type
@@ -99,6 +100,11 @@ def nntilde(
     that blows the model up does not reach nn~'s outlets at full scale. Each method has its
     own stage, whose state follows nn~'s calls (and starts over when the batch changes).
 
+    The file records its delays without being run: ``latency`` (the model's own, its
+    ``latency`` attribute), ``fifo_block`` (the FIFO's block, 0 for none) and the same in its
+    metadata (:func:`~torchbend.export.reader.read_latency`); :func:`~torchbend.export.latency`
+    adds nn~'s buffering, per buffer size and sample rate.
+
     Args:
         bended: the bended module, with every exported method traced on a ``[B, C, T]`` input;
             or a plain module (a TorchScript file, or a ``torch.nn.Module`` given ``params``
@@ -111,10 +117,13 @@ def nntilde(
             the inferred ones.
         input_labels: per method, one label per input channel (nn~ shows them on inlets).
         output_labels: per method, one label per output channel.
-        min_buffer_size: the smallest buffer, in samples, the model takes, a power of two
+        min_buffer_size: the block, in samples, the model needs per call, a power of two
             (default: the wrapped module's ``ratio`` attribute, else 1), raised to the
-            largest in or out ratio of the exported methods (nn~ never sends fewer samples);
-            checks run from there up to :data:`~torchbend.export.contract.MAX_BUFFER_SIZE`.
+            largest in or out ratio of the exported methods. nn~ does not read it: it calls
+            with any power-of-two buffer from that largest ratio up, so a larger block puts
+            a FIFO in the file (:class:`~torchbend.export.fifo.BlockFifo`: the output delayed
+            by one block at buffers that hold no whole block); checks run at every buffer
+            from the largest ratio up to :data:`~torchbend.export.contract.MAX_BUFFER_SIZE`.
         safety: ``True``: the safety stage with its default settings at ``sample_rate``;
             a :class:`~torchbend.audio.Safety` (at ``sample_rate``) for other settings;
             ``False``: the methods' outputs as they are.
@@ -176,6 +185,9 @@ def nntilde(
         for method in plan.methods
     }
     least = least_buffer(module.module, min_buffer_size, method_params.values())
+    # nn~ calls with any buffer from the largest ratio up: a model needing more gets a FIFO.
+    higher = max(max(p[1], p[3]) for p in method_params.values())
+    block = fifo_block(least, higher)
     container = build(plan)
     check_export(plan, container)
     for method in plan.methods:
@@ -184,6 +196,9 @@ def nntilde(
         check_one_graph(plan.bended, method, entry, values, least)
         if stage is not None and values[3] == 1:
             _append_safety(container, plan, method, stage)
+        if block:
+            passed = [a.name for a in plan.arguments[method] if a.in_graph]
+            append_fifo(container, method, passed, block, values)
         container.register_buffer(f"{method}_params", torch.tensor(values))
         for side, count, given in (
             ("input", values[0], input_labels),
@@ -200,13 +215,18 @@ def nntilde(
         container.register_buffer(
             f"{name}_params", torch.tensor([TYPE_HASH[attribute_type(c.control)]])
         )
-    if stage is not None and not any(isinstance(m, SafeOutput) for m in container.children()):
+    if stage is not None and not any(isinstance(m, SafeOutput) for m in container.modules()):
         raise ExportError(
             f"safety=True limits audio outputs, and no exported method gives audio (methods "
             f"{plan.methods}, none with out_ratio 1); export forward or decode with it"
         )
     container.sr = int(sample_rate or 44100)  # type: ignore[assignment]
     container.register_buffer("min_buffer_size", torch.tensor([least]))
+    delay = getattr(module.module, "latency", 0)  # the model's own delay, as Stream reads it
+    delay = delay if isinstance(delay, int) and not isinstance(delay, bool) else 0
+    container.latency = delay  # type: ignore[assignment]
+    container.fifo_block = block  # type: ignore[assignment]
+    plan.latency = {"model": delay, "fifo_block": block, "smallest_buffer": higher}
     extra = contract_source(plan.methods, list(plan.controls))
     scripted = script(plan, container, getters="tuple", extra=extra)
     report = _save_checked(scripted, Path(path))

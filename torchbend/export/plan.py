@@ -94,6 +94,9 @@ class ExportPlan:
                 f"bended.trace({(missing or ['forward'])[0]!r}, <example inputs>)."
             )
         self.methods = names
+        self.latency: dict[str, int] | None = None
+        """For an nn~ file, the delays it adds: ``model``, ``fifo_block``, ``smallest_buffer``
+        (samples), written into its metadata."""
         keys = {self.bended.key(n) for n in names}
         bendings = [b for b in self.bended.bendings if b.weights or keys & set(b.activations)]
         dependent = _unique(w for b in bendings if b.callback.controls() for w in b.weights)

@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CONTROLS_FILE", "FORMAT", "VERSION", "read_controls", "read_metadata"]
+__all__ = ["CONTROLS_FILE", "FORMAT", "VERSION", "read_controls", "read_latency", "read_metadata"]
 
 CONTROLS_FILE = "torchbend/controls.json"
 """The extra file of an export that holds its controls' metadata: ``torch.jit.save`` writes
@@ -79,3 +79,20 @@ def read_controls(path: str | Path) -> list[dict[str, Any]]:
     """
     controls: list[dict[str, Any]] = read_metadata(path)["controls"]
     return controls
+
+
+def read_latency(path: str | Path) -> dict[str, int]:
+    """The delays the nn~ file at ``path`` declares, in samples: ``model`` (the model's own
+    delay), ``fifo_block`` (the block of the FIFO it carries, ``0`` for none: buffers of fewer
+    samples are delayed by one block) and ``smallest_buffer`` (the largest ratio of its methods,
+    the smallest buffer nn~ gives it). See :func:`read_metadata` for the errors; a file
+    written without them (a TorchScript export, an older nn~ export) raises ``ValueError``.
+    """
+    latency = read_metadata(path).get("latency")
+    keys = ("model", "fifo_block", "smallest_buffer")
+    if not isinstance(latency, dict) or not all(isinstance(latency.get(k), int) for k in keys):
+        raise ValueError(
+            f"{path}: its metadata gives no latency (only nn~ files exported by a torchbend "
+            "with a FIFO for small buffers do): export it again"
+        )
+    return {k: int(latency[k]) for k in keys}

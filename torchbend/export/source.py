@@ -60,7 +60,10 @@ def controls_metadata(plan: ExportPlan, getters: str = "value") -> dict[str, Any
     for name, c in plan.controls.items():
         described = c.control.describe()
         controls.append({**described, "setter": f"set_{name}", "getter": f"get_{name}"})
-    return {"format": FORMAT, "version": VERSION, "getters": getters, "controls": controls}
+    metadata = {"format": FORMAT, "version": VERSION, "getters": getters, "controls": controls}
+    if plan.latency is not None:  # nn~ files: the delays they add (export/latency.py)
+        metadata["latency"] = dict(plan.latency)
+    return metadata
 
 
 def _metadata_source(plan: ExportPlan, getters: str) -> list[str]:

@@ -7,7 +7,8 @@ nn~ are full of it: cached convolutions branch on plain attributes (``if self.pa
 are decided once the file is loaded. :class:`Convertible` settles those decisions before the
 converter sees them:
 
-- a scripted holder's ``forward`` calls the wanted method (``encode``, ``decode``...);
+- a scripted holder's ``forward`` calls the wanted method (``encode``, ``decode``...), or the
+  graph inside the FIFO of a torchbend nn~ file;
 - the holder is frozen keeping every tensor attribute (weights stay bendable, streaming
   caches stay buffers the graph updates), so plain attributes become constants;
 - an optional attribute that holds a tensor is typed as a tensor, so ``is not None`` folds;
@@ -106,7 +107,15 @@ def _holder(module: torch.jit.ScriptModule, method: str) -> torch.jit.ScriptModu
     # instances of a class, and a type's forward cannot be defined twice.
     cls = type(f"_Holder{next(_HOLDERS)}", (_Holder,), {})
     holder = torch.jit.script(cls(module))
-    holder.define(f"def forward(self, {params}):\n    return self.root.{method}({names})\n")
+    target = f"self.root.{method}"
+    # A torchbend nn~ file whose model needs larger blocks than nn~ may give runs the method's
+    # graph inside a FIFO (torchbend/export/fifo.py): queues and branches on how many samples
+    # each call brings, which the converter cannot take and nothing needs bent. The graph in
+    # it is converted (whole blocks pass through the FIFO unchanged; an export puts it back).
+    inner = getattr(module, f"tb_method_{method}", None)
+    if int(getattr(module, "fifo_block", 0) or 0) > 0 and hasattr(inner, "inner"):
+        target = f"self.root.tb_method_{method}.inner"
+    holder.define(f"def forward(self, {params}):\n    return {target}({names})\n")
     return holder
 
 

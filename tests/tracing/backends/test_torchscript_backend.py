@@ -102,6 +102,8 @@ def test_a_bent_nntilde_file_is_written_back_for_nntilde(tmp_path):
     assert not torch.allclose(bent(x), loaded(x), atol=1e-3)
     assert torch.equal(bent.forward_params, loaded.forward_params)
     assert bent.get_methods() == loaded.get_methods()
+    # forward alone needs blocks of 16: the graph bent was the one in the FIFO, put back.
+    assert loaded.fifo_block == bent.fifo_block == 16
 
     bended.bend(tb.Scale(0.0), bended.activation_names()[5] + "$")  # traced on one item
     with pytest.raises(tb.ExportError, match="Trace it on a batch of 2 or more"):
