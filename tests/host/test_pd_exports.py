@@ -69,10 +69,15 @@ def test_the_readme_export_plays_in_pd_at_every_buffer_as_python_streams_it(tmp_
     run = play(file, voice, tmp_path / "pd", buffers=BUFFERS)
     compare(file, voice, run)
     python = python_render(torch.from_numpy(voice), specs, block=2048).numpy()
-    for n in (256, 2048, 8192):
-        played = run.outputs[n][:, lag(n) :]
+    delays = {row.buffer: row for row in tb.export.latency(file).rows}
+    for n in BUFFERS:
+        # What Pd plays is Python's stream, late by nn~'s buffering and the file's FIFO (the
+        # delays `torchbend check --latency` reports; the model's own is in both).
+        late = delays[n].host + delays[n].fifo
+        played = run.outputs[n][:, late:]
         error = np.abs(played - python[:, : played.shape[-1]]).max()
         assert error < 1e-4, f"buffer {n}: Pd differs from Python's stream by {error}"
+    assert [delays[n].fifo for n in BUFFERS] == [256, 256] + [0] * 6  # TinyDDSP's hop
 
 
 def test_the_file_streams_where_each_buffer_alone_would_click(tmp_path, voice):
@@ -115,23 +120,22 @@ class _NnFile(torch.nn.Module):
         return []
 
 
-def test_encode_then_decode_in_pd_plays_the_latent_round_trip(tmp_path, voice):
-    """A shipped model's encode (1 -> 16 signals at its ratio) wired into its decode in Pd,
-    as a patch does to bend the latent between them."""
-    model = tb.models.load("tiny_rave").set_streaming(True)
+@pytest.mark.parametrize("name", ["tiny_rave", "tiny_ddsp"])
+def test_encode_then_decode_in_pd_plays_the_latent_round_trip(tmp_path, voice, name):
+    """A shipped model's encode (1 -> its latent channels, at its ratio) wired into its decode
+    in Pd, as a patch does to bend the latent between them."""
+    model = tb.models.load(name).set_streaming(True)
     bended = tb.BendedModule(model)
     x = torch.zeros(2, 1, 4096)
-    for method, inputs in (
-        ("forward", {"x": x}),
-        ("encode", {"x": x}),
-        ("decode", {"z": model.encode(x).detach()}),
-    ):
+    z = model.encode(x).detach()
+    for method, inputs in (("forward", {"x": x}), ("encode", {"x": x}), ("decode", {"z": z})):
         bended.trace(method, **inputs)
-    file = tmp_path / "rave.ts"
+    file = tmp_path / f"{name}.ts"
     tb.export.nntilde(bended, file, methods=["forward", "encode", "decode"])
     chain = ("encode", "decode")
     run = play(file, voice, tmp_path / "pd", methods=chain, buffers=(256, 2048))
     compare(file, voice, run, methods=chain)
+    assert np.abs(run.outputs[2048]).max() > 0.01  # sound, not silence
 
 
 @pytest.fixture(scope="module")
@@ -184,16 +188,18 @@ CHANGES = [
     (13000, "set flip 0", lambda f: f.set_flip(False)),
     (17000, "set weight 3.5", lambda f: f.set_weight(3.5)),
     (21000, "set gain 0.25", lambda f: f.set_gain(0.25)),
-    (25000, "set flip 1", lambda f: f.set_flip(True)),
+    (25000, "set flip true", lambda f: f.set_flip(True)),
+    (27000, "set steps d", lambda f: f.set_steps(3)),
 ]
 """Control changes from a patch, mid-render: the message Pd sends, what the setter must get."""
 
 
 def test_controls_set_from_pd_mid_render_play_as_the_file_is_called(tmp_path, voice):
     """Float, enum, bool and weight controls changed by ``[set NAME VALUE(`` messages while
-    Pd plays (numbers, as a patch's number boxes send them), with ramps and the safety stage:
-    Pd's output is the file called buffer by buffer with each setter called before the
-    buffer nn~ computes next (a bool set from the number 0 is off)."""
+    Pd plays (numbers, as a patch's number boxes send them, and words), with ramps and the
+    safety stage: Pd's output is the file called buffer by buffer with each setter called
+    before the buffer nn~ computes next (a bool set from the number 0 is off, an enum takes
+    its entry's name)."""
     file = tmp_path / "controls.ts"
     controlled_rave(file)
     messages = [Message(sample, text, apply) for sample, text, apply in CHANGES]

@@ -10,10 +10,8 @@ file.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from ..controls import ControlView
 from ..errors import ExportError
@@ -25,14 +23,11 @@ from .arguments import (
     type_source,
     value_source,
 )
+from .metadata import metadata_source
 from .plan import ExportPlan, PlannedControl, PlannedWrite
-from .reader import FORMAT, VERSION
 from .text_attributes import attribute_type, from_text_source, text_getter_value
 
-__all__ = ["CONTROLS_METHOD", "contract_source", "controls_metadata", "methods_source"]
-
-CONTROLS_METHOD = "get_controls_json"
-"""The method of an exported module that returns its controls' metadata, as JSON text."""
+__all__ = ["contract_source", "methods_source"]
 
 
 def methods_source(plan: ExportPlan, getters: str = "value") -> str:
@@ -48,36 +43,8 @@ def methods_source(plan: ExportPlan, getters: str = "value") -> str:
     for name, c in plan.controls.items():
         lines += _control_source(name, c, getters, plan)
     lines += _ramps_source(plan)
-    lines += _metadata_source(plan, getters)
+    lines += metadata_source(plan, getters)
     return "\n".join(lines) + "\n"
-
-
-def controls_metadata(plan: ExportPlan, getters: str = "value") -> dict[str, Any]:
-    """The controls' metadata of an export (docs/export.md, "Control metadata"): each
-    control as :meth:`~torchbend.BendingParameter.describe` gives it, with the names of its
-    setter and getter."""
-    controls = []
-    for name, c in plan.controls.items():
-        described = c.control.describe()
-        controls.append({**described, "setter": f"set_{name}", "getter": f"get_{name}"})
-    metadata = {"format": FORMAT, "version": VERSION, "getters": getters, "controls": controls}
-    if plan.latency is not None:  # nn~ files: the delays they add (export/latency.py)
-        metadata["latency"] = dict(plan.latency)
-    return metadata
-
-
-def _metadata_source(plan: ExportPlan, getters: str) -> list[str]:
-    """:data:`CONTROLS_METHOD`, returning the metadata as a string constant."""
-    clash = CONTROLS_METHOD.removeprefix("get_")
-    if clash in plan.controls:
-        raise ExportError(
-            f"control {clash!r} would have a getter {CONTROLS_METHOD}, the method exports keep "
-            "for their controls' metadata; rename the control"
-        )
-    # ASCII on one line: Python's repr of it is then a string literal TorchScript reads back
-    # as it is (non-ASCII characters are escaped by JSON, quotes and backslashes by repr).
-    text = json.dumps(controls_metadata(plan, getters), ensure_ascii=True, separators=(",", ":"))
-    return [f"def {CONTROLS_METHOD}(self) -> str:", f"    return {text!r}"]
 
 
 def _method_source(plan: ExportPlan, method: str) -> list[str]:

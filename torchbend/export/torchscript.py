@@ -11,9 +11,9 @@ import torch
 from ..errors import ExportError
 from .build import build, script
 from .contract import error_summary
+from .metadata import CONTROLS_METHOD
 from .plan import ExportPlan
 from .reader import CONTROLS_FILE
-from .source import CONTROLS_METHOD
 from .verify import check_export
 
 if TYPE_CHECKING:
