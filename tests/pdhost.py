@@ -84,6 +84,9 @@ class PdRun:
     outputs: dict[int, np.ndarray]
     log: str
     errors: list[str] = field(default_factory=list)
+    elapsed_ms: float | None = None
+    """Pd's own clock from the first DSP tick to the last computation's end (all the objects
+    of the run), in ms; ``None`` for several runs."""
 
 
 class _Patch:
@@ -150,7 +153,9 @@ def play(
             _play_once(file, signal, folder, methods, part, messages, arrays, channels, timeout)
         )
     outputs = {n: out for run in runs for n, out in run.outputs.items()}
-    return PdRun(outputs, "\n".join(r.log for r in runs), [e for r in runs for e in r.errors])
+    errors = [e for r in runs for e in r.errors]
+    elapsed = runs[0].elapsed_ms if len(runs) == 1 else None
+    return PdRun(outputs, "\n".join(r.log for r in runs), errors, elapsed)
 
 
 def _play_once(
@@ -226,8 +231,15 @@ def _play_once(
     # [bufsize( joins nn~'s compute thread: Pd must not quit while one runs the model.
     join = patch.add("bufsize 8192", "msg")
     patch.wire(last, len(buffers) + 1, join, 0)
+    joined = patch.add("t b a")  # right first: the threads joined, then the clock read
+    patch.wire(join, 0, joined, 0)
     for nn in objects:
-        patch.wire(join, 0, nn, 0)
+        patch.wire(joined, 1, nn, 0)
+    clock = patch.add("realtime")
+    shown = patch.add("print elapsed_ms")
+    patch.wire(order, 0, clock, 0)
+    patch.wire(joined, 0, clock, 1)
+    patch.wire(clock, 0, shown, 0)
     writer = patch.add("soundfiler")
     for k, n in enumerate(buffers):
         write = patch.add(f"write -wave -bytes 4 out{n}.wav " + " ".join(tables[n]), "msg")
@@ -244,7 +256,8 @@ def _play_once(
             raise RuntimeError(f"Pd (exit {code}) wrote no out{n}.wav; its console:\n{log[-3000:]}")
         data, _ = soundfile.read(out, dtype="float32", always_2d=True)
         outputs[n] = data.T
-    return PdRun(outputs, log, nn_errors(log))
+    elapsed = re.findall(r"^elapsed_ms: ([-\d.e+]+)", log, re.M)
+    return PdRun(outputs, log, nn_errors(log), float(elapsed[0]) if elapsed else None)
 
 
 def run_pd(workdir: Path, args: Sequence[str], timeout: float = 120) -> tuple[int, str]:
