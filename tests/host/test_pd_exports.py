@@ -27,7 +27,9 @@ from tests.pdhost import (
     play,
     run_pd,
 )
+from tests.studio.client import Client, served, tiny_studio
 from torchbend.audio import io
+from torchbend.audio.stream import Stream
 
 pytestmark = [needs_pd, pytest.mark.audio]
 
@@ -252,3 +254,34 @@ def test_the_example_patch_plays_the_gallery_file_and_its_knob(tmp_path, gallery
     turned = [Message(turn, "gain 1.5", lambda f: f.set_gain(1.5))]
     run = PdRun({2048: played.T[:, : LENGTH - 4096]}, log)
     compare(file, audio, run, messages=turned)
+
+
+def test_the_studios_export_plays_in_pd_as_the_studio_streams(tmp_path, voice):
+    """The studio's "Export .ts" (POST /api/export, then the download): the bending on the
+    page, streaming, played in Pd at two buffers as nn~ calls it, and as the studio's model
+    streams the sound."""
+    studio = tiny_studio(tmp_path / "out")
+    with served(studio) as server:
+        client = Client(server.url)
+        client.ok("POST", "/api/bendings", STUDIO_MASK)
+        exported = client.ok("POST", "/api/export", {"name": "from-the-studio"})
+        status, data = client.get(exported["url"])
+    assert status == 200 and exported["name"] == "from-the-studio.ts"
+    assert "buffer" in exported["latency"] and "ok" in exported["report"]
+    file = tmp_path / "downloaded.ts"
+    file.write_bytes(data)
+    run = play(file, voice, tmp_path / "pd", buffers=(64, 2048))
+    compare(file, voice, run)
+    with torch.no_grad():
+        python = Stream(studio.bended, block_size=2048).process(torch.from_numpy(voice)).numpy()
+    delays = {row.buffer: row for row in tb.export.latency(file).rows}
+    for n in (64, 2048):
+        late = delays[n].host + delays[n].fifo
+        played = run.outputs[n][:, late:]
+        assert np.abs(played - python[:, : played.shape[-1]]).max() < 1e-4
+
+
+STUDIO_MASK = {
+    "callback": {"class": "Mask", "args": {"prob": 0.5, "seed": 0, "dim": -2}},
+    "patterns": ["decoder_0"],
+}

@@ -928,3 +928,30 @@ def test_renders_are_files_to_listen_to_limited_unless_asked_raw(
     data, _ = decode_wav(client.get(raw["audio"]["bended"])[1])
     assert float(data.abs().max()) >= 32767 / 32768
     assert "clipping" in raw["flags"] and raw["safety"] is None
+
+
+CHANNELS = {
+    "callback": {"class": "Mask", "args": {"prob": 0.5, "seed": 0, "dim": -2}},
+    "patterns": ["encoder_0"],
+}
+
+
+def test_the_export_writes_a_checked_nn_file_and_refuses_bad_names(client, studio):
+    client.ok("POST", "/api/bendings", CHANNELS)
+    got = client.ok("POST", "/api/export", {"name": "bent-1"})
+    assert got["name"] == "bent-1.ts" and got["url"] == "/api/exports/bent-1.ts"
+    assert (studio.output / "exports" / "bent-1.ts").is_file()
+    assert "forward: 1 in (ratio 1) -> 1 out (ratio 1)" in got["report"]
+    status, data = client.get(got["url"])
+    assert status == 200 and data[:2] == b"PK"  # a TorchScript archive
+    for bad in ("../up", "", 3, "a" * 65):
+        status, reply = client.post("/api/export", {"name": bad})
+        assert status == 400 and "1 to 64 letters, digits" in reply["error"], (bad, reply)
+    status, reply = client.get("/api/exports/none.ts")
+    assert status == 404 and "export one first" in reply["error"]
+    client.ok("POST", "/api/bendings", MASK)  # a mask drawn over time: its graph reads the length
+    status, reply = client.post("/api/export", {"name": "over-time"})
+    assert status == 400 and "cannot be exported for nn~" in reply["error"]
+    assert (
+        "buffers of" in reply["error"] and not (studio.output / "exports" / "over-time.ts").exists()
+    )

@@ -11,6 +11,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from ..errors import StudioError
+from .exports import export_nntilde, exported_file
 from .replies import body, error, field, has_body, read_body, reply
 from .session import Studio
 
@@ -219,6 +220,17 @@ class Render(HTTPEndpoint):
         return reply(await run_in_threadpool(_studio(request).render, sound, seconds))
 
 
+async def export(request: Request) -> Response:
+    studio = _studio(request)
+    name = field(await body(request), "name")
+    return reply(await run_in_threadpool(export_nntilde, studio, name))
+
+
+async def exported(request: Request) -> Response:
+    path = exported_file(_studio(request), request.path_params["file"])
+    return FileResponse(path, media_type="application/octet-stream", filename=path.name)
+
+
 async def audio(request: Request) -> Response:
     kind = request.path_params["file"].removesuffix(".wav")
     path = _studio(request).audio_file(request.path_params["render"], kind)
@@ -283,5 +295,7 @@ API_ROUTES = [
     Route("/api/sounds/current", current, methods=["POST"]),
     Route("/api/render", Render),
     Route("/api/audio/{render}/{file}", audio),
+    Route("/api/export", export, methods=["POST"]),
+    Route("/api/exports/{file}", exported),
 ]
 """The JSON API, under ``/api/``."""

@@ -1500,6 +1500,20 @@ $("#config-name").addEventListener("keydown", (e) => {
   }
 });
 
+$("#export").addEventListener("click", () =>
+  action(async () => {
+    const name = $("#export-name").value.trim();
+    if (!name) throw new Error("give the file a name: letters, digits, - and _ (1 to 64)");
+    const res = await api("/api/export", { method: "POST", body: { name } });
+    const report = $("#export-report");
+    report.replaceChildren(
+      el("a", { href: res.url, download: res.name, text: `download ${res.name}` }),
+      document.createTextNode(`\n${res.report}\n\n${res.latency}`),
+    );
+    setStatus(`exported ${res.name} for nn~ (checked as nn~ calls it)`);
+  }, { buttons: $("#export") }),
+);
+
 $("#configs").addEventListener("click", (e) => {
   const b = e.target.closest("button.load-config");
   if (!b) return;
