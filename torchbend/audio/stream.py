@@ -7,8 +7,8 @@ import itertools
 import math
 import statistics
 import time
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -18,13 +18,15 @@ from ..bended import BendedModule
 from ..errors import AudioError
 from ..models.rates import model_ratio
 from .safety import Safety, safety_stage
-from .safety_stats import SafetyStats
+from .stream_check import StreamCheck, probe_streaming
+from .stream_stats import StreamStats
 
 __all__ = [
     "MAX_BLOCK_SIZE",
     "MIN_BLOCK_SIZE",
     "Stream",
     "StreamStats",
+    "StreamWarning",
     "check_block_size",
     "reset_cache",
 ]
@@ -35,60 +37,8 @@ MAX_BLOCK_SIZE = 8192
 """Largest block size a :class:`Stream` takes, in samples."""
 
 
-@dataclass(frozen=True)
-class StreamStats:
-    """What a :class:`Stream` measured so far (a snapshot: ``stream.stats``)."""
-
-    block_size: int
-    """Samples per block."""
-    sample_rate: int
-    """Sample rate, in Hz; with ``block_size`` it sets each block's time budget."""
-    latency: int
-    """Latency in samples: one block of buffering plus what the model declares (``latency``)."""
-    blocks: int
-    """Blocks processed."""
-    overruns: int
-    """Blocks whose compute time exceeded their budget (``block_size / sample_rate``)."""
-    total_time: float
-    """Compute time of all blocks, in seconds."""
-    median_time: float
-    """Median compute time per block over the last blocks (up to 1000), in seconds."""
-    max_time: float
-    """Longest compute time of a block, in seconds."""
-    last_time: float
-    """Compute time of the last block, in seconds (the safety stage's included)."""
-    safety: SafetyStats | None = None
-    """What the stream's safety stage did (:class:`~torchbend.audio.Safety`); ``None``
-    without one."""
-
-    @property
-    def budget(self) -> float:
-        """Time budget of one block, in seconds: ``block_size / sample_rate``."""
-        return self.block_size / self.sample_rate
-
-    @property
-    def realtime_factor(self) -> float:
-        """Audio time over compute time (``> 1``: faster than real time), from the median."""
-        if self.median_time <= 0.0:
-            return math.inf if self.blocks else 0.0
-        return self.budget / self.median_time
-
-    @property
-    def latency_ms(self) -> float:
-        """``latency`` in milliseconds."""
-        return 1000.0 * self.latency / self.sample_rate
-
-    def __str__(self) -> str:
-        text = (
-            f"{self.blocks} blocks of {self.block_size} at {self.sample_rate} Hz: "
-            f"{self.realtime_factor:.1f}x realtime (median {1000 * self.median_time:.2f} ms, "
-            f"max {1000 * self.max_time:.2f} ms, budget {1000 * self.budget:.2f} ms), "
-            f"{self.overruns} overruns, latency {self.latency} samples "
-            f"({self.latency_ms:.1f} ms)"
-        )
-        if self.safety is not None:
-            text += f"; {self.safety}"
-        return text
+class StreamWarning(UserWarning):
+    """A model that does not give the same output block by block as in one pass."""
 
 
 class Stream:
@@ -124,6 +74,9 @@ class Stream:
         safety: pass the output through a :class:`~torchbend.audio.Safety` stage: ``True``
             for one with its default settings at ``sample_rate``, or one of your own (at
             the same sample rate); ``False``: the model's output as it is.
+        check: before the first block, check that the model streams
+            (:meth:`check_streaming`) and warn (:class:`StreamWarning`) if it does not;
+            ``False`` skips the check.
 
     Shape:
         - Input: ``[channels, time]`` or ``[batch, channels, time]``, any ``time``
@@ -159,6 +112,7 @@ class Stream:
         channels: int | None = None,
         sample_rate: int = 44100,
         safety: bool | Safety = False,
+        check: bool = True,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise AudioError(f"Stream takes an nn.Module or a BendedModule, got {type(model)}")
@@ -191,6 +145,9 @@ class Stream:
         self.safety = safety_stage(safety, sample_rate, "the stream")
         """The safety stage the output goes through, or ``None``."""
         self._inner = inner
+        self.streaming_check: StreamCheck | None = None
+        """What :meth:`check_streaming` found, once run (``None`` before)."""
+        self._check = check
         self._fn: Callable[[torch.Tensor], Any]
         if isinstance(model, BendedModule):
             bended = model
@@ -224,6 +181,42 @@ class Stream:
             last_time=self._last,
             safety=self.safety.stats if self.safety is not None else None,
         )
+
+    def check_streaming(self, channels: int | None = None) -> StreamCheck:
+        """Check that the model gives the same output block by block as in one pass, and
+        warn (:class:`StreamWarning`, once per stream) if it does not.
+
+        The model runs on a few blocks of seeded noise (:func:`~torchbend.audio.stream_check.
+        probe_streaming`), both passes from the state it had (its buffers, put back after)
+        reset by its ``reset_cache()`` if it has one; a model without state of its own (a convolution stack, a recurrent layer
+        called without its state) starts every block from silence and clicks at block edges.
+        ``channels``: the input's (default: the model's, else 1). Runs once: later calls
+        return the first result.
+        """
+        if self.streaming_check is not None:
+            return self.streaming_check
+        inner, fn = self._inner, self._fn
+        saved = [(name, buffer.clone()) for name, buffer in inner.named_buffers()]
+
+        def fresh() -> Callable[[torch.Tensor], Any]:
+            _restore(inner, saved)  # the state before the check, for a model without a reset
+            reset_cache(inner)
+            return fn
+
+        count = channels or self.channels or 1
+        try:
+            check = probe_streaming(fresh, self.block_size, count, self.model_latency)
+        finally:
+            _restore(inner, saved)
+        self.streaming_check = check
+        if not check.ok:
+            what = f"{type(inner).__name__}.{self.method}"
+            warnings.warn(
+                f"{check.describe(what)}. (Stream(..., check=False) skips this check.)",
+                StreamWarning,
+                stacklevel=2,
+            )
+        return check
 
     def reset(self, cache: bool = True) -> None:
         """Clear the timings and, with ``cache``, the model's state (its ``reset_cache()``);
@@ -309,6 +302,8 @@ class Stream:
                     f"channels, got {channels}; give mono or {self.channels}-channel audio"
                 )
             x = x.expand(batch, self.channels, x.shape[-1])
+        if self._check and self.streaming_check is None:
+            self.check_streaming(x.shape[1])
         start = time.perf_counter()
         with torch.no_grad():
             y = self._fn(x)
@@ -356,6 +351,19 @@ def reset_cache(module: nn.Module) -> None:
     reset = getattr(module, "reset_cache", None)
     if callable(reset):
         reset()
+
+
+def _restore(module: nn.Module, saved: list[tuple[str, torch.Tensor]]) -> None:
+    """Put back the buffers ``saved`` from ``module`` (its state between blocks): in place
+    (a traced graph may hold the tensor itself), or replaced where the batch resized it."""
+    buffers = dict(module.named_buffers())
+    with torch.no_grad():
+        for name, value in saved:
+            if buffers[name].shape == value.shape:
+                buffers[name].copy_(value)
+            else:
+                owner, _, leaf = name.rpartition(".")
+                setattr(module.get_submodule(owner) if owner else module, leaf, value.clone())
 
 
 _PCM = {torch.int16: 32768.0, torch.int32: 2147483648.0}
