@@ -18,7 +18,7 @@ from ..bended import BendedModule
 from ..errors import AudioError
 from ..models.rates import model_ratio
 from .safety import Safety, safety_stage
-from .stream_check import StreamCheck, probe_streaming
+from .stream_check import StreamCheck, StreamWarning, probe_streaming
 from .stream_stats import StreamStats
 
 __all__ = [
@@ -35,10 +35,6 @@ MIN_BLOCK_SIZE = 64
 """Smallest block size a :class:`Stream` takes, in samples."""
 MAX_BLOCK_SIZE = 8192
 """Largest block size a :class:`Stream` takes, in samples."""
-
-
-class StreamWarning(UserWarning):
-    """A model that does not give the same output block by block as in one pass."""
 
 
 class Stream:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["StreamCheck", "probe_streaming"]
+__all__ = ["StreamCheck", "StreamWarning", "probe_streaming"]
 
 PROBE_BLOCKS = 3
 """Blocks the probe streams (plus as many as the model's latency spans): two block edges."""
@@ -19,6 +19,10 @@ RELATIVE_TOLERANCE = 1e-4
 CLICK_RATIO = 4.0
 """For a model that draws random numbers: how much larger the difference must be near block
 edges than elsewhere to be taken for clicks rather than for different draws."""
+
+
+class StreamWarning(UserWarning):
+    """A model that does not give the same output block by block as in one pass."""
 
 
 @dataclass(frozen=True)

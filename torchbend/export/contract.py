@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from ..audio.stream_check import StreamCheck, StreamWarning, probe_streaming
 from ..errors import ExportError
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "check_method",
     "check_nntilde",
     "check_params",
+    "check_file_streams",
     "check_streams",
     "error_summary",
 ]
@@ -55,6 +57,8 @@ class NNTildeReport:
     attributes: tuple[str, ...]
     """The nn~ attributes (torchbend controls), each with a working getter and setter."""
     sample_rate: int | None
+    streaming: tuple[StreamCheck, ...] = ()
+    """Per method, its output buffer by buffer against one pass (:func:`check_file_streams`)."""
 
     def __str__(self) -> str:
         lines = [f"{self.path}: nn~ file, sample rate {self.sample_rate}"]
@@ -198,7 +202,38 @@ def check_nntilde(path: str | Path) -> NNTildeReport:
         if status != 0:
             raise ExportError(f"{path}: set_{name}{value} returned {status}, expected 0")
     rate = int(module.get_sample_rate()) if hasattr(module, "get_sample_rate") else None
-    return NNTildeReport(str(path), tuple(methods), tuple(attributes), rate)
+    least = int(getattr(module, "min_buffer_size", torch.ones(1)).item())
+    streaming = check_file_streams(path, params, max(least, higher))
+    for method, check in zip(names, streaming):
+        if not check.ok:
+            warnings.warn(
+                f"{path}: {check.describe(method)}; nn~ calls it buffer by buffer",
+                StreamWarning,
+                stacklevel=2,
+            )
+    return NNTildeReport(str(path), tuple(methods), tuple(attributes), rate, streaming)
+
+
+def check_file_streams(
+    path: str | Path, params: Mapping[str, Sequence[int]], least: int
+) -> tuple[StreamCheck, ...]:
+    """Run each method of the file at ``path`` on noise in one pass and buffer by buffer
+    (buffers of ``least`` samples or 256, each pass on a fresh load) and compare
+    (:func:`~torchbend.audio.stream_check.probe_streaming`): a method that keeps no state
+    from one buffer to the next clicks at every buffer in nn~."""
+    checks = []
+    for method, values in params.items():
+        in_channels, in_ratio = int(values[0]), int(values[1])
+        file = torch.jit.load(str(path))
+        latency = getattr(file, "latency", 0)
+        latency = latency if isinstance(latency, int) else 0
+
+        def fresh(method: str = method) -> Any:
+            return getattr(torch.jit.load(str(path)), method)
+
+        block = max(least, 256) // in_ratio
+        checks.append(probe_streaming(fresh, block, in_channels, latency // in_ratio))
+    return tuple(checks)
 
 
 def check_streams(path: str | Path, params: Mapping[str, Sequence[int]], least: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import io
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,7 @@ import torch
 import torch.fx
 
 from ..audio.safety import Safety, safety_stage
+from ..audio.stream_check import StreamWarning
 from ..bended import BendedModule
 from ..errors import ExportError, TracingError
 from .build import build, script
@@ -138,7 +140,13 @@ def nntilde(
     if isinstance(module.module, torch.jit.ScriptModule):
         view = module.view()
         if not _activation_keys(view) and safety is False:
-            return _rewrite_scripted(view, Path(path))
+            report = _rewrite_scripted(view, Path(path))
+            try:
+                refuse_clicks(report)
+            except ExportError:
+                Path(path).unlink(missing_ok=True)
+                raise
+            return report
         contract = FileContract(module.module)
         names = names or contract.methods
         sample_rate = sample_rate or contract.sample_rate
@@ -202,12 +210,13 @@ def nntilde(
     extra = contract_source(plan.methods, list(plan.controls))
     scripted = script(plan, container, getters="tuple", extra=extra)
     report = _save_checked(scripted, Path(path))
-    if callable(getattr(module.module, "set_streaming", None)):
-        try:
+    try:
+        if callable(getattr(module.module, "set_streaming", None)):
             check_streams(path, method_params, least)
-        except ExportError:
-            Path(path).unlink(missing_ok=True)
-            raise
+        refuse_clicks(report)
+    except ExportError:
+        Path(path).unlink(missing_ok=True)
+        raise
     return report
 
 
@@ -340,10 +349,23 @@ def _save_checked(scripted: torch.jit.ScriptModule, path: Path) -> NNTildeReport
     deleted."""
     save(scripted, path)
     try:
-        return check_nntilde(path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", StreamWarning)  # refused by nntilde instead
+            return check_nntilde(path)
     except ExportError:
         path.unlink(missing_ok=True)
         raise
+
+
+def refuse_clicks(report: NNTildeReport) -> None:
+    """Raise :class:`ExportError` if a method of the file checked in ``report`` gives
+    another output buffer by buffer than in one pass (it would click at every nn~ buffer)."""
+    for method, check in zip(report.methods, report.streaming):
+        if not check.ok:
+            raise ExportError(
+                f"{report.path}: {check.describe(method.name)}; nn~ calls it buffer by "
+                "buffer, so the file is not written"
+            )
 
 
 def _activation_keys(view: BendedView) -> list[str]:

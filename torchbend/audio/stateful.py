@@ -1,0 +1,182 @@
+"""Layers that keep state between blocks, which :func:`~torchbend.audio.make_streaming` puts in
+place of a model's convolutions and recurrent layers."""
+
+# No ``from __future__ import annotations``: TorchScript reads the annotations of the state
+# tensors, and cannot resolve them as strings.
+
+from typing import Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["DelayLine", "StatefulGRU", "StatefulLSTM", "StreamingConv1d"]
+
+
+class StreamingConv1d(nn.Module):
+    """A stride-1 ``Conv1d`` run on its past input and the block: the same output as the
+    convolution on the whole signal padded with ``(kernel_size - 1) * dilation`` zeros on the
+    left, block by block. Its weights are the wrapped convolution's (``conv``).
+
+    ``skip``: frames its input is delayed by against the signal (what layers before it
+    delay); the first ``skip`` frames after a reset come from before the signal, and are
+    taken for zeros, as the padding of the convolution run offline.
+
+    Shape:
+        - Input: ``[batch, in_channels, time]``
+        - Output: ``[batch, out_channels, time]``
+
+    >>> conv = StreamingConv1d(nn.Conv1d(1, 2, 3, padding=1))
+    >>> x = torch.randn(1, 1, 8)
+    >>> whole = conv(x); conv.reset_cache()
+    >>> bool(torch.allclose(whole, torch.cat([conv(x[..., :4]), conv(x[..., 4:])], -1)))
+    True
+    """
+
+    cache: torch.Tensor
+    # A leaf of bended graphs: its cache is resized when the batch changes, which a graph
+    # cannot record, while a leaf's own code runs at every call. Its weights still bend.
+    torchbend_leaf = True
+
+    def __init__(self, conv: nn.Conv1d, skip: int = 0) -> None:
+        super().__init__()
+        self.conv = conv
+        self.skip = skip
+        self.pending = skip
+        self.size = (conv.kernel_size[0] - 1) * conv.dilation[0]
+        self.register_buffer("cache", torch.zeros(1, conv.in_channels, self.size), persistent=False)
+
+    def reset_cache(self) -> None:
+        """Forget the past: the next block starts from silence."""
+        self.cache.zero_()
+        self.pending = self.skip
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.pending > 0:
+            count = min(self.pending, x.shape[-1])
+            x = torch.cat([torch.zeros_like(x[..., :count]), x[..., count:]], -1)
+            self.pending -= count
+        if self.size > 0:
+            if self.cache.shape[0] != x.shape[0] or self.cache.dtype != x.dtype:
+                self.cache = x.new_zeros(x.shape[0], x.shape[1], self.size)
+            x = torch.cat([self.cache, x], -1)
+            self.cache.copy_(x[..., x.shape[-1] - self.size :])
+        conv = self.conv
+        return F.conv1d(x, conv.weight, conv.bias, 1, 0, conv.dilation, conv.groups)
+
+
+class DelayLine(nn.Module):
+    """Delays its input by ``delay`` frames along axis ``dim``, carrying the last frames from
+    one block to the next (it aligns the branches of a converted model where they merge).
+
+    >>> line = DelayLine(2, dim=2)
+    >>> line(torch.arange(1.0, 5.0).reshape(1, 1, 4)).tolist()
+    [[[0.0, 0.0, 1.0, 2.0]]]
+    """
+
+    cache: torch.Tensor
+    torchbend_leaf = True
+
+    def __init__(self, delay: int, dim: int) -> None:
+        super().__init__()
+        self.delay = delay
+        self.dim = dim
+        self.register_buffer("cache", torch.zeros(0), persistent=False)
+
+    def reset_cache(self) -> None:
+        """Forget the past: the next block starts from silence."""
+        self.cache.zero_()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.transpose(self.dim, -1)
+        shape = list(x.shape[:-1])
+        if list(self.cache.shape[:-1]) != shape or self.cache.dtype != x.dtype:
+            self.cache = x.new_zeros(shape + [self.delay])
+        full = torch.cat([self.cache, x], -1)
+        self.cache.copy_(full[..., full.shape[-1] - self.delay :])
+        return full[..., : x.shape[-1]].transpose(self.dim, -1)
+
+
+class StatefulGRU(nn.Module):
+    """An ``nn.GRU`` that starts each call from the state the last one ended with (zeros at
+    first, as the GRU called without a state), so that blocks continue one another.
+    ``skip``: frames from before the signal after a reset (see :class:`StreamingConv1d`),
+    given zeros as output, the state starting after them."""
+
+    state: torch.Tensor
+    torchbend_leaf = True
+
+    def __init__(self, rnn: nn.GRU, skip: int = 0) -> None:
+        super().__init__()
+        self.rnn = rnn
+        self.skip = skip
+        self.pending = skip
+        self.layers = rnn.num_layers * (2 if rnn.bidirectional else 1)
+        self.batch_dim = 0 if rnn.batch_first else 1
+        self.register_buffer("state", torch.zeros(self.layers, 1, rnn.hidden_size), False)
+
+    def reset_cache(self) -> None:
+        """Forget the past: the next block starts from the GRU's zero state."""
+        self.state.zero_()
+        self.pending = self.skip
+
+    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        batch = x.shape[self.batch_dim]
+        if self.state.shape[1] != batch or self.state.dtype != x.dtype:
+            self.state = x.new_zeros(self.layers, batch, self.rnn.hidden_size)
+        time = 1 - self.batch_dim
+        count = min(self.pending, x.shape[time])
+        self.pending -= count
+        y, h = self.rnn(x.narrow(time, count, x.shape[time] - count), self.state)
+        self.state.copy_(h)
+        return _after_zeros(y, count, time), h
+
+
+class StatefulLSTM(nn.Module):
+    """An ``nn.LSTM`` that starts each call from the state the last one ended with."""
+
+    hidden: torch.Tensor
+    cell: torch.Tensor
+    torchbend_leaf = True
+
+    def __init__(self, rnn: nn.LSTM, skip: int = 0) -> None:
+        super().__init__()
+        self.rnn = rnn
+        self.skip = skip
+        self.pending = skip
+        self.layers = rnn.num_layers * (2 if rnn.bidirectional else 1)
+        self.batch_dim = 0 if rnn.batch_first else 1
+        self.out_size = rnn.proj_size if rnn.proj_size > 0 else rnn.hidden_size
+        self.register_buffer("hidden", torch.zeros(self.layers, 1, self.out_size), False)
+        self.register_buffer("cell", torch.zeros(self.layers, 1, rnn.hidden_size), False)
+
+    def reset_cache(self) -> None:
+        """Forget the past: the next block starts from the LSTM's zero state."""
+        self.hidden.zero_()
+        self.cell.zero_()
+        self.pending = self.skip
+
+    def forward(
+        self, x: torch.Tensor
+    ) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+        batch = x.shape[self.batch_dim]
+        if self.hidden.shape[1] != batch or self.hidden.dtype != x.dtype:
+            self.hidden = x.new_zeros(self.layers, batch, self.out_size)
+            self.cell = x.new_zeros(self.layers, batch, self.rnn.hidden_size)
+        time = 1 - self.batch_dim
+        count = min(self.pending, x.shape[time])
+        self.pending -= count
+        rest = x.narrow(time, count, x.shape[time] - count)
+        y, (h, c) = self.rnn(rest, (self.hidden, self.cell))
+        self.hidden.copy_(h)
+        self.cell.copy_(c)
+        return _after_zeros(y, count, time), (h, c)
+
+
+def _after_zeros(y: torch.Tensor, count: int, dim: int) -> torch.Tensor:
+    """``y`` after ``count`` frames of zeros along ``dim`` (those from before the signal)."""
+    if count == 0:
+        return y
+    shape = list(y.shape)
+    shape[dim] = count
+    return torch.cat([y.new_zeros(shape), y], dim)
