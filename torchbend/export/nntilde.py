@@ -61,6 +61,7 @@ def nntilde(
     output_labels: Mapping[str, Sequence[str]] | None = None,
     min_buffer_size: int | None = None,
     safety: bool | Safety = False,
+    allow_clicks: bool = False,
 ) -> NNTildeReport:
     """Write ``bended`` as an nn~ ``.ts`` file, check it as nn~ will use it, and report.
 
@@ -87,7 +88,12 @@ def nntilde(
     ``reset_cache()`` on the exported copy) and must carry its state from one buffer to the
     next (:func:`~torchbend.export.contract.check_streams`), or the export fails saying to call
     ``set_streaming(True)`` before tracing. A plain module given ``params`` is put in
-    streaming mode before it is traced here, as ``torchbend export`` does.
+    streaming mode before it is traced here, as ``torchbend export`` does. Any file is also
+    run on noise in one pass and buffer by buffer (:func:`~torchbend.export.contract.
+    check_file_streams`): a model that keeps no state (a convolution stack, a GRU) gives
+    another output buffer by buffer, with a click at every buffer, and is refused, naming
+    :func:`~torchbend.audio.make_streaming`, which converts it (``allow_clicks=True`` writes
+    it anyway).
 
     With ``safety``, each method whose output is audio (``out_ratio`` 1: ``forward``,
     ``decode``) ends with the safety stage of live play (:class:`~torchbend.audio.Safety`,
@@ -114,6 +120,8 @@ def nntilde(
         safety: ``True``: the safety stage with its default settings at ``sample_rate``;
             a :class:`~torchbend.audio.Safety` (at ``sample_rate``) for other settings;
             ``False``: the methods' outputs as they are.
+        allow_clicks: write a file whose methods give another output buffer by buffer than
+            in one pass (refused by default).
 
     Raises:
         ExportError: for a sample rate, buffer size, params or labels out of their bounds
@@ -142,7 +150,7 @@ def nntilde(
         if not _activation_keys(view) and safety is False:
             report = _rewrite_scripted(view, Path(path))
             try:
-                refuse_clicks(report)
+                refuse_clicks(report, allow_clicks)
             except ExportError:
                 Path(path).unlink(missing_ok=True)
                 raise
@@ -213,7 +221,7 @@ def nntilde(
     try:
         if callable(getattr(module.module, "set_streaming", None)):
             check_streams(path, method_params, least)
-        refuse_clicks(report)
+        refuse_clicks(report, allow_clicks)
     except ExportError:
         Path(path).unlink(missing_ok=True)
         raise
@@ -357,14 +365,17 @@ def _save_checked(scripted: torch.jit.ScriptModule, path: Path) -> NNTildeReport
         raise
 
 
-def refuse_clicks(report: NNTildeReport) -> None:
+def refuse_clicks(report: NNTildeReport, allow: bool = False) -> None:
     """Raise :class:`ExportError` if a method of the file checked in ``report`` gives
-    another output buffer by buffer than in one pass (it would click at every nn~ buffer)."""
+    another output buffer by buffer than in one pass (it would click at every nn~ buffer);
+    with ``allow``, warn instead."""
     for method, check in zip(report.methods, report.streaming):
-        if not check.ok:
+        if not check.ok and allow:
+            warnings.warn(f"{report.path}: {check.describe(method.name)}", StreamWarning, 3)
+        elif not check.ok:
             raise ExportError(
                 f"{report.path}: {check.describe(method.name)}; nn~ calls it buffer by "
-                "buffer, so the file is not written"
+                "buffer, so the file is not written (allow_clicks=True writes it anyway)"
             )
 
 
