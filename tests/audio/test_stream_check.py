@@ -37,8 +37,9 @@ def test_the_shipped_models_stream_exactly(name: str, block: int) -> None:
         warnings.simplefilter("error", StreamWarning)
         check = stream.check_streaming()
     assert check.verdict == "exact", check.describe(name)
-    model.set_streaming(False)  # offline mode: each block starts from silence
-    assert Stream(model, block_size=block, check=False).check_streaming(1).verdict == "differs"
+    if name == "tiny_rave":  # offline mode: each block starts from silence
+        model.set_streaming(False)
+        assert Stream(model, block_size=block).check_streaming(1).verdict == "differs"
 
 
 class NoisyGain(nn.Module):

@@ -1,0 +1,119 @@
+"""make_streaming: models without state converted to stream, block by block equal to one pass."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from tests.audio.stateless import Centred, Recurrent, WaveNet, built
+from torchbend.audio.stream import Stream
+from torchbend.audio.stream_check import StreamWarning
+from torchbend.audio.streaming import make_streaming
+from torchbend.errors import AudioError, ExportError
+from torchbend.export.contract import check_nntilde
+from torchbend.export.nntilde import nntilde
+
+LATENCY = {WaveNet: 0, Centred: 5, Recurrent: 0}
+"""Each model's latency once converted: causal convolutions add none; centred padding adds
+its right padding (2 + 2 + 1 frames on the longest branch)."""
+
+
+@pytest.mark.parametrize("kind", [WaveNet, Centred, Recurrent])
+@pytest.mark.parametrize("block", [64, 1024])
+def test_block_by_block_equals_one_pass_delayed_by_the_latency(
+    kind: type[nn.Module], block: int
+) -> None:
+    model = built(kind)
+    streaming = make_streaming(model)
+    assert streaming.latency == LATENCY[kind]
+    x = torch.randn(1, 1, 3 * block, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        whole = model(x)
+        streaming.reset_cache()
+        blocks = torch.cat([streaming(b) for b in x.split(block, -1)], -1)
+    latency = streaming.latency
+    assert (blocks[..., latency:] - whole[..., : whole.shape[-1] - latency]).abs().max() < 1e-5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StreamWarning)
+        assert Stream(streaming, block_size=block).check_streaming().verdict == "exact"
+
+
+def test_the_pass_reports_what_it_did_and_shares_the_weights() -> None:
+    model = built(Centred)
+    streaming = make_streaming(model)
+    assert streaming.converted == [
+        "a: Conv1d keeps 4 frames, delay 2",
+        "b: Conv1d keeps 4 frames, delay 2",
+        "tb_delay_0: delays relu by 2 before add",
+        "c: Conv1d keeps 2 frames, delay 1",
+        "tb_delay_1: delays x by 5 before add_1",
+    ]
+    assert streaming.graph.get_submodule("a.conv").weight is model.a.weight
+    assert isinstance(model.a, nn.Conv1d)  # the model itself is left as it was
+
+
+class Strided(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = nn.Conv1d(1, 2, 4, stride=2, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(x)
+
+
+class Upsampling(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = nn.ConvTranspose1d(1, 1, 4, stride=2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.up(x)
+
+
+class Both(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = nn.GRU(1, 2, bidirectional=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.gru(x.permute(2, 0, 1))[0].permute(1, 2, 0)
+
+
+class Reversed(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.flip(-1)
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        (Strided(), "layer 'down': stride 2: the pass converts stride 1 only"),
+        (Upsampling(), "layer 'up': no streaming form of ConvTranspose1d"),
+        (Reversed(), "flip .*works along the time axis"),
+        (Both(), "layer 'gru': a bidirectional recurrent layer reads the future"),
+    ],
+)
+def test_a_layer_that_cannot_stream_is_refused_by_name(model: nn.Module, message: str) -> None:
+    with pytest.raises(AudioError, match=message):
+        make_streaming(model)
+
+
+def test_the_nntilde_export_refuses_a_model_that_clicks_and_takes_it_converted(
+    tmp_path: Path,
+) -> None:
+    params = {"forward": [1, 1, 1, 1]}
+    model = built(Centred)
+    with pytest.raises(ExportError, match=r"does not stream.*tb\.audio\.make_streaming"):
+        nntilde(model, tmp_path / "plain.ts", params=params)
+    assert not (tmp_path / "plain.ts").exists()
+    report = nntilde(make_streaming(model), tmp_path / "streaming.ts", params=params)
+    assert [check.verdict for check in report.streaming] == ["exact"]
+    with pytest.warns(StreamWarning, match="does not stream"):
+        nntilde(model, tmp_path / "plain.ts", params=params, allow_clicks=True)
+    with pytest.warns(StreamWarning, match="does not stream.*nn~ calls it buffer by buffer"):
+        report = check_nntilde(tmp_path / "plain.ts")
+    assert [check.verdict for check in report.streaming] == ["differs"]
