@@ -102,18 +102,18 @@ def test_a_layer_that_cannot_stream_is_refused_by_name(model: nn.Module, message
         make_streaming(model)
 
 
-def test_the_nntilde_export_refuses_a_model_that_clicks_and_takes_it_converted(
+def test_the_nntilde_export_warns_or_refuses_a_model_that_clicks_and_takes_it_converted(
     tmp_path: Path,
 ) -> None:
     params = {"forward": [1, 1, 1, 1]}
     model = built(Centred)
     with pytest.raises(ExportError, match=r"does not stream.*tb\.audio\.make_streaming"):
-        nntilde(model, tmp_path / "plain.ts", params=params)
+        nntilde(model, tmp_path / "plain.ts", params=params, clicks="refuse")
     assert not (tmp_path / "plain.ts").exists()
-    report = nntilde(make_streaming(model), tmp_path / "streaming.ts", params=params)
+    report = nntilde(make_streaming(model), tmp_path / "streaming.ts", params=params, clicks="refuse")
     assert [check.verdict for check in report.streaming] == ["exact"]
     with pytest.warns(StreamWarning, match="does not stream"):
-        nntilde(model, tmp_path / "plain.ts", params=params, allow_clicks=True)
+        nntilde(model, tmp_path / "plain.ts", params=params)  # clicks="warn"
     with pytest.warns(StreamWarning, match="does not stream.*nn~ calls it buffer by buffer"):
         report = check_nntilde(tmp_path / "plain.ts")
     assert [check.verdict for check in report.streaming] == ["differs"]

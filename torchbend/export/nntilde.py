@@ -61,7 +61,7 @@ def nntilde(
     output_labels: Mapping[str, Sequence[str]] | None = None,
     min_buffer_size: int | None = None,
     safety: bool | Safety = False,
-    allow_clicks: bool = False,
+    clicks: str = "warn",
 ) -> NNTildeReport:
     """Write ``bended`` as an nn~ ``.ts`` file, check it as nn~ will use it, and report.
 
@@ -91,9 +91,10 @@ def nntilde(
     streaming mode before it is traced here, as ``torchbend export`` does. Any file is also
     run on noise in one pass and buffer by buffer (:func:`~torchbend.export.contract.
     check_file_streams`): a model that keeps no state (a convolution stack, a GRU) gives
-    another output buffer by buffer, with a click at every buffer, and is refused, naming
-    :func:`~torchbend.audio.make_streaming`, which converts it (``allow_clicks=True`` writes
-    it anyway).
+    another output buffer by buffer, with a click at every buffer: the export warns
+    (:class:`~torchbend.audio.StreamWarning`, with the size of the difference), or refuses
+    with ``clicks="refuse"``, naming :func:`~torchbend.audio.make_streaming`, which converts
+    such a model.
 
     With ``safety``, each method whose output is audio (``out_ratio`` 1: ``forward``,
     ``decode``) ends with the safety stage of live play (:class:`~torchbend.audio.Safety`,
@@ -120,8 +121,9 @@ def nntilde(
         safety: ``True``: the safety stage with its default settings at ``sample_rate``;
             a :class:`~torchbend.audio.Safety` (at ``sample_rate``) for other settings;
             ``False``: the methods' outputs as they are.
-        allow_clicks: write a file whose methods give another output buffer by buffer than
-            in one pass (refused by default).
+        clicks: what to do with a file whose methods give another output buffer by buffer
+            than in one pass: ``"warn"`` (write it and warn) or ``"refuse"`` (delete it and
+            raise :class:`ExportError`).
 
     Raises:
         ExportError: for a sample rate, buffer size, params or labels out of their bounds
@@ -130,6 +132,8 @@ def nntilde(
             is not a power of two, a graph that depends on the input's length, an unscriptable
             callback, or any failure of the checks, naming the method, expected and got.
     """
+    if clicks not in ("warn", "refuse"):
+        raise ExportError(f"clicks must be 'warn' or 'refuse', got {clicks!r}")
     names = _method_names(methods)
     params = _checked_params(params)
     input_labels = _checked_labels(input_labels, "input_labels")
@@ -150,7 +154,7 @@ def nntilde(
         if not _activation_keys(view) and safety is False:
             report = _rewrite_scripted(view, Path(path))
             try:
-                refuse_clicks(report, allow_clicks)
+                refuse_clicks(report, clicks == "warn")
             except ExportError:
                 Path(path).unlink(missing_ok=True)
                 raise
@@ -221,7 +225,7 @@ def nntilde(
     try:
         if callable(getattr(module.module, "set_streaming", None)):
             check_streams(path, method_params, least)
-        refuse_clicks(report, allow_clicks)
+        refuse_clicks(report, clicks == "warn")
     except ExportError:
         Path(path).unlink(missing_ok=True)
         raise
@@ -371,11 +375,12 @@ def refuse_clicks(report: NNTildeReport, allow: bool = False) -> None:
     with ``allow``, warn instead."""
     for method, check in zip(report.methods, report.streaming):
         if not check.ok and allow:
-            warnings.warn(f"{report.path}: {check.describe(method.name)}", StreamWarning, 3)
+            what = f"{report.path}: {check.describe(method.name)}; nn~ calls it buffer by buffer"
+            warnings.warn(what, StreamWarning, 3)
         elif not check.ok:
             raise ExportError(
                 f"{report.path}: {check.describe(method.name)}; nn~ calls it buffer by "
-                "buffer, so the file is not written (allow_clicks=True writes it anyway)"
+                "buffer, so the file is not written (clicks='refuse')"
             )
 
 
