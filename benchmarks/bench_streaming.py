@@ -24,11 +24,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/audio/stateless.py
 
-from bench_call import cpu_name, write_section  # noqa: E402
+from bench_call import cpu_name, write_section
 
-from tests.audio.stateless import Centred, Recurrent, WaveNet, built  # noqa: E402
-from torchbend import models  # noqa: E402
-from torchbend.audio import Stream, make_streaming  # noqa: E402
+from tests.audio.stateless import Centred, Recurrent, WaveNet, built
+from torchbend import models
+from torchbend.audio import Stream, make_streaming
 
 BLOCKS = (64, 256, 1024)
 
@@ -58,7 +58,9 @@ def check_time(name: str, block: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--write", type=Path, help="a Markdown file with a 'bench_streaming' section")
+    parser.add_argument(
+        "--write", type=Path, help="a Markdown file with a 'bench_streaming' section"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     lines = [
@@ -78,7 +80,12 @@ def main() -> None:
                 f"| {check.inner_error:.3g} | {latency} | {error:.2g} |"
             )
     lines += ["", "| shipped model | block | check's time (s) |", "|---|---:|---:|"]
-    for name, block in (("tiny_ddsp", 256), ("tiny_ddsp", 2048), ("tiny_rave", 256), ("tiny_rave", 2048)):
+    for name, block in (
+        ("tiny_ddsp", 256),
+        ("tiny_ddsp", 2048),
+        ("tiny_rave", 256),
+        ("tiny_rave", 2048),
+    ):
         lines.append(f"| {name} | {block} | {check_time(name, block):.3f} |")
     print("\n".join(lines))
     if args.write:

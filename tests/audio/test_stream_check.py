@@ -1,4 +1,4 @@
-"""The streaming check: a model's output block by block against one pass, in Stream and nn~ files."""
+"""The streaming check: block by block against one pass, in Stream and in nn~ files."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from .safety import Safety
 from .safety_stats import SafetyStats
 from .stream import Stream, StreamStats
 from .stream_check import StreamCheck, StreamWarning
-from .streaming import StreamingModule, make_streaming
+from .stream_convert import StreamingModule, make_streaming
 
 __all__ = [
     "FORMATS",

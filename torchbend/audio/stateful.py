@@ -4,8 +4,6 @@ place of a model's convolutions and recurrent layers."""
 # No ``from __future__ import annotations``: TorchScript reads the annotations of the state
 # tensors, and cannot resolve them as strings.
 
-from typing import Tuple
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -91,7 +89,7 @@ class DelayLine(nn.Module):
         x = x.transpose(self.dim, -1)
         shape = list(x.shape[:-1])
         if list(self.cache.shape[:-1]) != shape or self.cache.dtype != x.dtype:
-            self.cache = x.new_zeros(shape + [self.delay])
+            self.cache = x.new_zeros(shape + [self.delay])  # noqa: RUF005 (TorchScript: no starred list)
         full = torch.cat([self.cache, x], -1)
         self.cache.copy_(full[..., full.shape[-1] - self.delay :])
         return full[..., : x.shape[-1]].transpose(self.dim, -1)
@@ -120,7 +118,7 @@ class StatefulGRU(nn.Module):
         self.state.zero_()
         self.pending = self.skip
 
-    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         batch = x.shape[self.batch_dim]
         if self.state.shape[1] != batch or self.state.dtype != x.dtype:
             self.state = x.new_zeros(self.layers, batch, self.rnn.hidden_size)
@@ -156,9 +154,7 @@ class StatefulLSTM(nn.Module):
         self.cell.zero_()
         self.pending = self.skip
 
-    def forward(
-        self, x: torch.Tensor
-    ) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         batch = x.shape[self.batch_dim]
         if self.hidden.shape[1] != batch or self.hidden.dtype != x.dtype:
             self.hidden = x.new_zeros(self.layers, batch, self.out_size)

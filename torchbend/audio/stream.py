@@ -18,7 +18,7 @@ from ..bended import BendedModule
 from ..errors import AudioError
 from ..models.rates import model_ratio
 from .safety import Safety, safety_stage
-from .stream_check import StreamCheck, StreamWarning, probe_streaming
+from .stream_check import StreamCheck, StreamWarning, probe_module
 from .stream_stats import StreamStats
 
 __all__ = [
@@ -182,31 +182,21 @@ class Stream:
         """Check that the model gives the same output block by block as in one pass, and
         warn (:class:`StreamWarning`, once per stream) if it does not.
 
-        The model runs on a few blocks of seeded noise (:func:`~torchbend.audio.stream_check.
-        probe_streaming`), both passes from the state it had (its buffers, put back after)
-        reset by its ``reset_cache()`` if it has one; a model without state of its own (a convolution stack, a recurrent layer
-        called without its state) starts every block from silence and clicks at block edges.
+        The model runs on a few blocks of seeded noise
+        (:func:`~torchbend.audio.stream_check.probe_streaming`), both passes from the state
+        it had (its buffers, put back after) reset by its ``reset_cache()`` if it has one. A
+        model without state of its own (a convolution stack, a recurrent layer called without
+        its state) starts every block from silence and clicks at block edges.
         ``channels``: the input's (default: the model's, else 1). Runs once: later calls
         return the first result.
         """
         if self.streaming_check is not None:
             return self.streaming_check
-        inner, fn = self._inner, self._fn
-        saved = [(name, buffer.clone()) for name, buffer in inner.named_buffers()]
-
-        def fresh() -> Callable[[torch.Tensor], Any]:
-            _restore(inner, saved)  # the state before the check, for a model without a reset
-            reset_cache(inner)
-            return fn
-
         count = channels or self.channels or 1
-        try:
-            check = probe_streaming(fresh, self.block_size, count, self.model_latency)
-        finally:
-            _restore(inner, saved)
+        check = probe_module(self._inner, self._fn, self.block_size, count, self.model_latency)
         self.streaming_check = check
         if not check.ok:
-            what = f"{type(inner).__name__}.{self.method}"
+            what = f"{type(self._inner).__name__}.{self.method}"
             warnings.warn(
                 f"{check.describe(what)}. (Stream(..., check=False) skips this check.)",
                 StreamWarning,
@@ -347,19 +337,6 @@ def reset_cache(module: nn.Module) -> None:
     reset = getattr(module, "reset_cache", None)
     if callable(reset):
         reset()
-
-
-def _restore(module: nn.Module, saved: list[tuple[str, torch.Tensor]]) -> None:
-    """Put back the buffers ``saved`` from ``module`` (its state between blocks): in place
-    (a traced graph may hold the tensor itself), or replaced where the batch resized it."""
-    buffers = dict(module.named_buffers())
-    with torch.no_grad():
-        for name, value in saved:
-            if buffers[name].shape == value.shape:
-                buffers[name].copy_(value)
-            else:
-                owner, _, leaf = name.rpartition(".")
-                setattr(module.get_submodule(owner) if owner else module, leaf, value.clone())
 
 
 _PCM = {torch.int16: 32768.0, torch.int32: 2147483648.0}

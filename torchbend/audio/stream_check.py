@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["StreamCheck", "StreamWarning", "probe_streaming"]
+__all__ = ["StreamCheck", "StreamWarning", "probe_module", "probe_streaming"]
 
 PROBE_BLOCKS = 3
 """Blocks the probe streams (plus as many as the model's latency spans): two block edges."""
@@ -127,7 +127,9 @@ def probe_streaming(
     if not (whole.isfinite().all() and streamed.isfinite().all()):
         return _unchecked(block_size, "its output on noise is not finite")
     out_block = parts[0].shape[-1]
-    shifts = {0, latency * out_block // block_size} if latency * out_block % block_size == 0 else {0}
+    shifts = (
+        {0, latency * out_block // block_size} if latency * out_block % block_size == 0 else {0}
+    )
     errors = {s: _difference(whole, streamed, s) for s in sorted(shifts)}
     shift = min(errors, key=lambda s: float(errors[s].max()) if errors[s].numel() else 0.0)
     error = errors[shift]
@@ -150,6 +152,40 @@ def probe_streaming(
     return StreamCheck(
         block_size, shift, largest, edge_error, inner_error, edge, peak, random, verdict
     )
+
+
+def probe_module(
+    module: torch.nn.Module, run: Run, block_size: int, channels: int, latency: int = 0
+) -> StreamCheck:
+    """:func:`probe_streaming` on ``run``, a method of ``module``: each pass from the state
+    ``module`` had (its buffers, put back after), reset by its ``reset_cache()`` if it has
+    one (a model without state of its own starts every block from silence)."""
+    saved = [(name, buffer.clone()) for name, buffer in module.named_buffers()]
+
+    def fresh() -> Run:
+        _restore(module, saved)
+        reset = getattr(module, "reset_cache", None)
+        if callable(reset):
+            reset()
+        return run
+
+    try:
+        return probe_streaming(fresh, block_size, channels, latency)
+    finally:
+        _restore(module, saved)
+
+
+def _restore(module: torch.nn.Module, saved: list[tuple[str, torch.Tensor]]) -> None:
+    """Put back the buffers ``saved`` from ``module`` (its state between blocks): in place
+    (a traced graph may hold the tensor itself), or replaced where the batch resized it."""
+    buffers = dict(module.named_buffers())
+    with torch.no_grad():
+        for name, value in saved:
+            if buffers[name].shape == value.shape:
+                buffers[name].copy_(value)
+            else:
+                owner, _, leaf = name.rpartition(".")
+                setattr(module.get_submodule(owner) if owner else module, leaf, value.clone())
 
 
 def _one_pass(fresh: Callable[[], Run], x: torch.Tensor, seed: int) -> torch.Tensor:

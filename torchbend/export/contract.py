@@ -20,12 +20,13 @@ __all__ = [
     "MethodCheck",
     "NNTildeReport",
     "buffer_sizes",
+    "check_file_streams",
     "check_method",
     "check_nntilde",
     "check_params",
-    "check_file_streams",
     "check_streams",
     "error_summary",
+    "refuse_clicks",
 ]
 
 MAX_BUFFER_SIZE = 8192
@@ -204,10 +205,10 @@ def check_nntilde(path: str | Path) -> NNTildeReport:
     rate = int(module.get_sample_rate()) if hasattr(module, "get_sample_rate") else None
     least = int(getattr(module, "min_buffer_size", torch.ones(1)).item())
     streaming = check_file_streams(path, params, max(least, higher))
-    for method, check in zip(names, streaming):
-        if not check.ok:
+    for method, result in zip(names, streaming):
+        if not result.ok:
             warnings.warn(
-                f"{path}: {check.describe(method)}; nn~ calls it buffer by buffer",
+                f"{path}: {result.describe(method)}; nn~ calls it buffer by buffer",
                 StreamWarning,
                 stacklevel=2,
             )
@@ -274,6 +275,21 @@ def check_streams(path: str | Path, params: Mapping[str, Sequence[int]], least: 
         f"to the next (methods {list(params)}): nn~ would play it with a click at every "
         "buffer. Call model.set_streaming(True) before tb.BendedModule(model) and tracing"
     )
+
+
+def refuse_clicks(report: NNTildeReport, allow: bool = False) -> None:
+    """Raise :class:`ExportError` if a method of the file checked in ``report`` gives
+    another output buffer by buffer than in one pass (it would click at every nn~ buffer);
+    with ``allow``, warn instead."""
+    for method, check in zip(report.methods, report.streaming):
+        if not check.ok and allow:
+            what = f"{report.path}: {check.describe(method.name)}; nn~ calls it buffer by buffer"
+            warnings.warn(what, StreamWarning, 3)
+        elif not check.ok:
+            raise ExportError(
+                f"{report.path}: {check.describe(method.name)}; nn~ calls it buffer by "
+                "buffer, so the file is not written (clicks='refuse')"
+            )
 
 
 def error_summary(e: BaseException) -> str:

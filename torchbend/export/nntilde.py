@@ -27,6 +27,7 @@ from .contract import (
     check_params,
     check_streams,
     is_power_of_two,
+    refuse_clicks,
 )
 from .plan import ExportPlan
 from .source import contract_source
@@ -362,26 +363,11 @@ def _save_checked(scripted: torch.jit.ScriptModule, path: Path) -> NNTildeReport
     save(scripted, path)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", StreamWarning)  # refused by nntilde instead
+            warnings.simplefilter("ignore", StreamWarning)  # nntilde warns or refuses itself
             return check_nntilde(path)
     except ExportError:
         path.unlink(missing_ok=True)
         raise
-
-
-def refuse_clicks(report: NNTildeReport, allow: bool = False) -> None:
-    """Raise :class:`ExportError` if a method of the file checked in ``report`` gives
-    another output buffer by buffer than in one pass (it would click at every nn~ buffer);
-    with ``allow``, warn instead."""
-    for method, check in zip(report.methods, report.streaming):
-        if not check.ok and allow:
-            what = f"{report.path}: {check.describe(method.name)}; nn~ calls it buffer by buffer"
-            warnings.warn(what, StreamWarning, 3)
-        elif not check.ok:
-            raise ExportError(
-                f"{report.path}: {check.describe(method.name)}; nn~ calls it buffer by "
-                "buffer, so the file is not written (clicks='refuse')"
-            )
 
 
 def _activation_keys(view: BendedView) -> list[str]:

@@ -12,7 +12,7 @@ from torch import nn
 from tests.audio.stateless import Centred, Recurrent, WaveNet, built
 from torchbend.audio.stream import Stream
 from torchbend.audio.stream_check import StreamWarning
-from torchbend.audio.streaming import make_streaming
+from torchbend.audio.stream_convert import make_streaming
 from torchbend.errors import AudioError, ExportError
 from torchbend.export.contract import check_nntilde
 from torchbend.export.nntilde import nntilde
@@ -110,7 +110,9 @@ def test_the_nntilde_export_warns_or_refuses_a_model_that_clicks_and_takes_it_co
     with pytest.raises(ExportError, match=r"does not stream.*tb\.audio\.make_streaming"):
         nntilde(model, tmp_path / "plain.ts", params=params, clicks="refuse")
     assert not (tmp_path / "plain.ts").exists()
-    report = nntilde(make_streaming(model), tmp_path / "streaming.ts", params=params, clicks="refuse")
+    report = nntilde(
+        make_streaming(model), tmp_path / "streaming.ts", params=params, clicks="refuse"
+    )
     assert [check.verdict for check in report.streaming] == ["exact"]
     with pytest.warns(StreamWarning, match="does not stream"):
         nntilde(model, tmp_path / "plain.ts", params=params)  # clicks="warn"

@@ -1,4 +1,4 @@
-"""make_streaming: a graph pass that makes a model without state of its own stream block by block."""
+"""make_streaming: a graph pass that makes a model without state stream block by block."""
 
 from __future__ import annotations
 
@@ -106,9 +106,7 @@ def make_streaming(module: nn.Module, example: torch.Tensor | None = None) -> St
         1
     """
     if not isinstance(module, nn.Module) or isinstance(module, torch.jit.ScriptModule):
-        raise AudioError(
-            f"make_streaming converts a torch.nn.Module, got {type(module).__name__}"
-        )
+        raise AudioError(f"make_streaming converts a torch.nn.Module, got {type(module).__name__}")
     try:
         graph = torch.fx.symbolic_trace(module)
     except Exception as e:
@@ -268,11 +266,11 @@ class _Pass:
         name = _name(node.target)
         rank = _rank(first)
         if name in ("transpose", "swapaxes"):
-            a, b = (int(d) % rank for d in node.args[1:3])  # type: ignore[call-overload]
+            a, b = (int(d) % rank for d in node.args[1:3])  # type: ignore[arg-type]
             return b if time == a else a if time == b else time
         if name == "permute":
             dims = node.args[1:] if not isinstance(node.args[1], (list, tuple)) else node.args[1]
-            return [int(d) % rank for d in dims].index(time)  # type: ignore[call-overload]
+            return [int(d) % rank for d in dims].index(time)  # type: ignore[arg-type]
         dim = node.kwargs.get("dim", _dim_argument(node))
         if isinstance(dim, int) and dim % max(rank, 1) == time:
             raise AudioError(f"{name} works along the time axis; no streaming form of it here")
@@ -348,13 +346,11 @@ def _zero_pad(node: torch.fx.Node) -> tuple[torch.fx.Node, tuple[int, int]] | No
         or value not in (None, 0, 0.0)
     ):
         return None
-    return source, (int(pad[0]), int(pad[1]))
+    return source, (int(pad[0]), int(pad[1]))  # type: ignore[arg-type]
 
 
 def _is_conv(graph: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
-    return node.op == "call_module" and isinstance(
-        graph.get_submodule(str(node.target)), nn.Conv1d
-    )
+    return node.op == "call_module" and isinstance(graph.get_submodule(str(node.target)), nn.Conv1d)
 
 
 def _name(target: Any) -> str:
@@ -376,7 +372,9 @@ def _channels(module: nn.Module, graph: torch.fx.GraphModule) -> int:
         if node.op == "call_module" and isinstance(
             graph.get_submodule(str(node.target)), nn.Conv1d
         ):
-            return int(graph.get_submodule(str(node.target)).in_channels)
+            conv = graph.get_submodule(str(node.target))
+            assert isinstance(conv, nn.Conv1d)
+            return conv.in_channels
     return 1
 
 
