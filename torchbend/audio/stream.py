@@ -144,6 +144,7 @@ class Stream:
         self.streaming_check: StreamCheck | None = None
         """What :meth:`check_streaming` found, once run (``None`` before)."""
         self._check = check
+        self._impl = impl  # the wrapped module's own method: what the streaming check runs
         self._fn: Callable[[torch.Tensor], Any]
         if isinstance(model, BendedModule):
             bended = model
@@ -182,7 +183,8 @@ class Stream:
         """Check that the model gives the same output block by block as in one pass, and
         warn (:class:`StreamWarning`, once per stream) if it does not.
 
-        The model runs on a few blocks of seeded noise
+        The model (for a :class:`~torchbend.BendedModule`, the module it wraps, unbent: its
+        graphs and bendings are left as they are) runs on a few blocks of seeded noise
         (:func:`~torchbend.audio.stream_check.probe_streaming`), both passes from the state
         it had (its buffers, put back after) reset by its ``reset_cache()`` if it has one. A
         model without state of its own (a convolution stack, a recurrent layer called without
@@ -193,7 +195,7 @@ class Stream:
         if self.streaming_check is not None:
             return self.streaming_check
         count = channels or self.channels or 1
-        check = probe_module(self._inner, self._fn, self.block_size, count, self.model_latency)
+        check = probe_module(self._inner, self._impl, self.block_size, count, self.model_latency)
         self.streaming_check = check
         if not check.ok:
             what = f"{type(self._inner).__name__}.{self.method}"

@@ -112,8 +112,10 @@ def probe_streaming(
     generator = torch.Generator().manual_seed(seed)
     x = 0.5 * torch.randn(1, channels, blocks * block_size, generator=generator)
     try:
-        whole = _one_pass(fresh, x, seed)
+        # Blocks first: a bending whose state takes the shape it first sees (a Mask) gets the
+        # blocks' shape, which the stream gives it next, and not the pass's.
         parts = _by_blocks(fresh, x, block_size, seed)
+        whole = _one_pass(fresh, x, seed)
     except Exception as e:  # the model may raise anything on a length it does not take
         return _unchecked(block_size, f"{type(e).__name__}: {str(e).strip()[:200]}")
     if not isinstance(whole, torch.Tensor) or whole.shape[:-1] != parts[0].shape[:-1]:
