@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.audio.stateless import Centred, Recurrent, WaveNet, built
+from tests.audio.stateless import Centred, Recurrent, Remembering, WaveNet, built
 from torchbend.audio.stream import Stream
 from torchbend.audio.stream_check import StreamWarning
 from torchbend.audio.stream_convert import make_streaming
@@ -40,6 +40,17 @@ def test_block_by_block_equals_one_pass_delayed_by_the_latency(
     with warnings.catch_warnings():
         warnings.simplefilter("error", StreamWarning)
         assert Stream(streaming, block_size=block).check_streaming().verdict == "exact"
+
+
+def test_an_lstm_after_a_delaying_convolution_starts_with_the_signal() -> None:
+    model = built(Remembering)
+    streaming = make_streaming(model)
+    assert streaming.latency == 1
+    x = torch.randn(1, 1, 256, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        whole = model(x)
+        blocks = torch.cat([streaming(b) for b in x.split(64, -1)], -1)
+    assert (blocks[..., 1:] - whole[..., :-1]).abs().max() < 1e-5
 
 
 def test_the_pass_reports_what_it_did_and_shares_the_weights() -> None:

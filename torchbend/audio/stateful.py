@@ -95,22 +95,44 @@ class DelayLine(nn.Module):
         return full[..., : x.shape[-1]].transpose(self.dim, -1)
 
 
-class StatefulGRU(nn.Module):
-    """An ``nn.GRU`` that starts each call from the state the last one ended with (zeros at
-    first, as the GRU called without a state), so that blocks continue one another.
-    ``skip``: frames from before the signal after a reset (see :class:`StreamingConv1d`),
-    given zeros as output, the state starting after them."""
+class _Recurrent(nn.Module):
+    """What the stateful recurrent layers share: the wrapped layer and the frames from before
+    the signal still to skip."""
 
-    state: torch.Tensor
     torchbend_leaf = True
 
-    def __init__(self, rnn: nn.GRU, skip: int = 0) -> None:
+    def __init__(self, rnn: nn.RNNBase, skip: int) -> None:
         super().__init__()
         self.rnn = rnn
         self.skip = skip
         self.pending = skip
         self.layers = rnn.num_layers * (2 if rnn.bidirectional else 1)
         self.batch_dim = 0 if rnn.batch_first else 1
+        self.time_dim = 1 - self.batch_dim
+
+    def _signal(self, x: torch.Tensor) -> tuple[torch.Tensor, int]:
+        """``x`` without the frames from before the signal, and how many were cut."""
+        count = min(self.pending, x.shape[self.time_dim])
+        self.pending -= count
+        return x.narrow(self.time_dim, count, x.shape[self.time_dim] - count), count
+
+    def _silence(self, x: torch.Tensor, features: int) -> torch.Tensor:
+        """The output for a block wholly before the signal: zeros."""
+        shape = list(x.shape)
+        shape[-1] = features
+        return x.new_zeros(shape)
+
+
+class StatefulGRU(_Recurrent):
+    """An ``nn.GRU`` that starts each call from the state the last one ended with (zeros at
+    first, as the GRU called without a state), so that blocks continue one another.
+    ``skip``: frames from before the signal after a reset (see :class:`StreamingConv1d`),
+    given zeros as output, the state starting after them."""
+
+    state: torch.Tensor
+
+    def __init__(self, rnn: nn.GRU, skip: int = 0) -> None:
+        super().__init__(rnn, skip)
         self.register_buffer("state", torch.zeros(self.layers, 1, rnn.hidden_size), False)
 
     def reset_cache(self) -> None:
@@ -122,28 +144,23 @@ class StatefulGRU(nn.Module):
         batch = x.shape[self.batch_dim]
         if self.state.shape[1] != batch or self.state.dtype != x.dtype:
             self.state = x.new_zeros(self.layers, batch, self.rnn.hidden_size)
-        time = 1 - self.batch_dim
-        count = min(self.pending, x.shape[time])
-        self.pending -= count
-        y, h = self.rnn(x.narrow(time, count, x.shape[time] - count), self.state)
+        rest, count = self._signal(x)
+        if rest.shape[self.time_dim] == 0:  # all before the signal
+            return self._silence(x, self.rnn.hidden_size), self.state
+        y, h = self.rnn(rest, self.state)
         self.state.copy_(h)
-        return _after_zeros(y, count, time), h
+        return _after_zeros(y, count, self.time_dim), h
 
 
-class StatefulLSTM(nn.Module):
-    """An ``nn.LSTM`` that starts each call from the state the last one ended with."""
+class StatefulLSTM(_Recurrent):
+    """An ``nn.LSTM`` that starts each call from the state the last one ended with (see
+    :class:`StatefulGRU`)."""
 
     hidden: torch.Tensor
     cell: torch.Tensor
-    torchbend_leaf = True
 
     def __init__(self, rnn: nn.LSTM, skip: int = 0) -> None:
-        super().__init__()
-        self.rnn = rnn
-        self.skip = skip
-        self.pending = skip
-        self.layers = rnn.num_layers * (2 if rnn.bidirectional else 1)
-        self.batch_dim = 0 if rnn.batch_first else 1
+        super().__init__(rnn, skip)
         self.out_size = rnn.proj_size if rnn.proj_size > 0 else rnn.hidden_size
         self.register_buffer("hidden", torch.zeros(self.layers, 1, self.out_size), False)
         self.register_buffer("cell", torch.zeros(self.layers, 1, rnn.hidden_size), False)
@@ -159,14 +176,13 @@ class StatefulLSTM(nn.Module):
         if self.hidden.shape[1] != batch or self.hidden.dtype != x.dtype:
             self.hidden = x.new_zeros(self.layers, batch, self.out_size)
             self.cell = x.new_zeros(self.layers, batch, self.rnn.hidden_size)
-        time = 1 - self.batch_dim
-        count = min(self.pending, x.shape[time])
-        self.pending -= count
-        rest = x.narrow(time, count, x.shape[time] - count)
+        rest, count = self._signal(x)
+        if rest.shape[self.time_dim] == 0:  # all before the signal
+            return self._silence(x, self.out_size), (self.hidden, self.cell)
         y, (h, c) = self.rnn(rest, (self.hidden, self.cell))
         self.hidden.copy_(h)
         self.cell.copy_(c)
-        return _after_zeros(y, count, time), (h, c)
+        return _after_zeros(y, count, self.time_dim), (h, c)
 
 
 def _after_zeros(y: torch.Tensor, count: int, dim: int) -> torch.Tensor:
