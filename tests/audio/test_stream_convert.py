@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch import nn
 
+import torchbend as tb
 from tests.audio.stateless import Centred, Recurrent, Remembering, WaveNet, built
 from torchbend.audio.stream import Stream
 from torchbend.audio.stream_check import StreamWarning
@@ -51,6 +52,20 @@ def test_an_lstm_after_a_delaying_convolution_starts_with_the_signal() -> None:
         whole = model(x)
         blocks = torch.cat([streaming(b) for b in x.split(64, -1)], -1)
     assert (blocks[..., 1:] - whole[..., :-1]).abs().max() < 1e-5
+
+
+def test_a_bended_converted_model_streams_after_its_check() -> None:
+    model = built(Centred)
+    bended = tb.BendedModule(make_streaming(model))
+    bended.trace(x=torch.randn(1, 1, 256))
+    stream = Stream(bended, block_size=256)
+    stream.reset()  # the state tracing left
+    x = torch.randn(1, 1024, generator=torch.Generator().manual_seed(2))
+    y = stream.process(x)  # the check runs first, and leaves the state as it found it
+    with torch.no_grad():
+        whole = model(x[None])[0]
+    assert stream.streaming_check is not None and stream.streaming_check.verdict == "exact"
+    assert (y[..., 5:] - whole[..., :-5]).abs().max() < 1e-5
 
 
 def test_the_pass_reports_what_it_did_and_shares_the_weights() -> None:

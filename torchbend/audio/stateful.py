@@ -32,6 +32,7 @@ class StreamingConv1d(nn.Module):
     """
 
     cache: torch.Tensor
+    pending: torch.Tensor
     # A leaf of bended graphs: its cache is resized when the batch changes, which a graph
     # cannot record, while a leaf's own code runs at every call. Its weights still bend.
     torchbend_leaf = True
@@ -40,20 +41,23 @@ class StreamingConv1d(nn.Module):
         super().__init__()
         self.conv = conv
         self.skip = skip
-        self.pending = skip
+        # Frames from before the signal still to come: a buffer, so that it is state like
+        # the caches (saved and put back with them, by the streaming check).
+        self.register_buffer("pending", torch.tensor(skip), persistent=False)
         self.size = (conv.kernel_size[0] - 1) * conv.dilation[0]
         self.register_buffer("cache", torch.zeros(1, conv.in_channels, self.size), persistent=False)
 
     def reset_cache(self) -> None:
         """Forget the past: the next block starts from silence."""
         self.cache.zero_()
-        self.pending = self.skip
+        self.pending.fill_(self.skip)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.pending > 0:
-            count = min(self.pending, x.shape[-1])
+        pending = int(self.pending.item()) if self.skip > 0 else 0
+        if pending > 0:
+            count = min(pending, x.shape[-1])
             x = torch.cat([torch.zeros_like(x[..., :count]), x[..., count:]], -1)
-            self.pending -= count
+            self.pending.sub_(count)
         if self.size > 0:
             if self.cache.shape[0] != x.shape[0] or self.cache.dtype != x.dtype:
                 self.cache = x.new_zeros(x.shape[0], x.shape[1], self.size)
@@ -99,21 +103,24 @@ class _Recurrent(nn.Module):
     """What the stateful recurrent layers share: the wrapped layer and the frames from before
     the signal still to skip."""
 
+    pending: torch.Tensor
     torchbend_leaf = True
 
     def __init__(self, rnn: nn.RNNBase, skip: int) -> None:
         super().__init__()
         self.rnn = rnn
         self.skip = skip
-        self.pending = skip
+        # Frames from before the signal still to come: a buffer, so that it is state like
+        # the caches (saved and put back with them, by the streaming check).
+        self.register_buffer("pending", torch.tensor(skip), persistent=False)
         self.layers = rnn.num_layers * (2 if rnn.bidirectional else 1)
         self.batch_dim = 0 if rnn.batch_first else 1
         self.time_dim = 1 - self.batch_dim
 
     def _signal(self, x: torch.Tensor) -> tuple[torch.Tensor, int]:
         """``x`` without the frames from before the signal, and how many were cut."""
-        count = min(self.pending, x.shape[self.time_dim])
-        self.pending -= count
+        count = min(int(self.pending.item()), x.shape[self.time_dim]) if self.skip > 0 else 0
+        self.pending.sub_(count)
         return x.narrow(self.time_dim, count, x.shape[self.time_dim] - count), count
 
     def _silence(self, x: torch.Tensor, features: int) -> torch.Tensor:
@@ -138,7 +145,7 @@ class StatefulGRU(_Recurrent):
     def reset_cache(self) -> None:
         """Forget the past: the next block starts from the GRU's zero state."""
         self.state.zero_()
-        self.pending = self.skip
+        self.pending.fill_(self.skip)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         batch = x.shape[self.batch_dim]
@@ -169,7 +176,7 @@ class StatefulLSTM(_Recurrent):
         """Forget the past: the next block starts from the LSTM's zero state."""
         self.hidden.zero_()
         self.cell.zero_()
-        self.pending = self.skip
+        self.pending.fill_(self.skip)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         batch = x.shape[self.batch_dim]
