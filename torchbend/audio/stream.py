@@ -57,6 +57,12 @@ class Stream:
     by default, so that an offline render is exactly the model's output; live play
     (:func:`~torchbend.audio.live`) turns it on. It is meant for methods whose output is audio.
 
+    Check: before the first block, the model runs on a few blocks of noise and in one pass
+    (:meth:`check_streaming`); a model that keeps no state between blocks gives another output
+    block by block, clicking at every block edge, and the stream warns once
+    (:class:`~torchbend.audio.StreamWarning`); :func:`~torchbend.audio.make_streaming`
+    converts such a model.
+
     Args:
         model: a :class:`~torchbend.BendedModule` or a plain ``nn.Module``.
         method: the method to run: it takes audio ``[batch, channels, time]``.
