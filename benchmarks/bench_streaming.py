@@ -26,23 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/audio/stat
 
 from bench_call import cpu_name, write_section
 
-from tests.audio.stateless import Centred, Recurrent, WaveNet, built
+from tests.audio.stateless import Centred, Recurrent, WaveNet, built, converted_error
 from torchbend import models
 from torchbend.audio import Stream, make_streaming
 
 BLOCKS = (64, 256, 1024)
-
-
-def converted_error(model: torch.nn.Module, block: int) -> tuple[int, float]:
-    streaming = make_streaming(model)
-    x = torch.randn(1, 1, 8 * block, generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        whole = model(x)
-        streaming.reset_cache()
-        blocks = torch.cat([streaming(b) for b in x.split(block, -1)], -1)
-    latency = streaming.latency
-    error = (blocks[..., latency:] - whole[..., : whole.shape[-1] - latency]).abs().max()
-    return latency, float(error)
 
 
 def check_time(name: str, block: int) -> float:
@@ -74,7 +62,9 @@ def main() -> None:
     for kind in (WaveNet, Centred, Recurrent):
         for block in BLOCKS:
             check = Stream(built(kind), block_size=block, check=False).check_streaming()
-            latency, error = converted_error(built(kind), block)
+            model = built(kind)
+            streaming = make_streaming(model)
+            latency, error = streaming.latency, converted_error(model, streaming, block, 8)
             lines.append(
                 f"| {kind.__name__} | {block} | {check.max_error:.3g} | {check.edge_error:.3g} "
                 f"| {check.inner_error:.3g} | {latency} | {error:.2g} |"

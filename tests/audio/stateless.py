@@ -75,3 +75,15 @@ class Remembering(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y, (_, _) = self.lstm(self.first(x).transpose(1, 2))
         return self.last(y).transpose(1, 2)
+
+
+def converted_error(model: nn.Module, streaming: nn.Module, block: int, blocks: int) -> float:
+    """Largest difference between ``streaming`` (``make_streaming(model)``) block by block,
+    from a reset, and ``model`` in one pass delayed by the latency it reports, on noise."""
+    x = torch.randn(1, 1, blocks * block, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        whole = model(x)
+        streaming.reset_cache()  # type: ignore[operator]
+        parts = torch.cat([streaming(b) for b in x.split(block, -1)], -1)
+    latency = int(streaming.latency)  # type: ignore[arg-type]
+    return float((parts[..., latency:] - whole[..., : whole.shape[-1] - latency]).abs().max())
