@@ -14,6 +14,7 @@ from tests.audio.stateless import (
     Centred,
     Recurrent,
     Remembering,
+    Upsampler,
     WaveNet,
     built,
     converted_error,
@@ -53,6 +54,18 @@ def test_an_lstm_after_a_delaying_convolution_starts_with_the_signal() -> None:
         whole = model(x)
         blocks = torch.cat([streaming(b) for b in x.split(64, -1)], -1)
     assert (blocks[..., 1:] - whole[..., :-1]).abs().max() < 1e-5
+
+
+def test_a_transposed_convolution_keeps_its_overlap_and_upsamples_the_delay() -> None:
+    model = built(Upsampler)
+    streaming = make_streaming(model)
+    assert streaming.latency == 4  # output samples: a's 1 frame upsampled by 2, up's 1, last's 1
+    x = torch.randn(1, 1, 256, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        whole = model(x)
+        blocks = torch.cat([streaming(b) for b in x.split(64, -1)], -1)
+    assert blocks.shape == whole.shape == (1, 1, 512)
+    assert (blocks[..., 4:] - whole[..., :-4]).abs().max() < 1e-5
 
 
 def test_a_bended_converted_model_streams_after_its_check() -> None:
@@ -95,7 +108,7 @@ class Strided(nn.Module):
 class Upsampling(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.up = nn.ConvTranspose1d(1, 1, 4, stride=2)
+        self.up = nn.ConvTranspose1d(1, 1, 3, stride=2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.up(x)
@@ -119,7 +132,7 @@ class Reversed(nn.Module):
     ("model", "message"),
     [
         (Strided(), "layer 'down': stride 2: the pass converts stride 1 only"),
-        (Upsampling(), "layer 'up': no streaming form of ConvTranspose1d"),
+        (Upsampling(), "layer 'up': gives 1 frames more than time \\* stride \\(2\\)"),
         (Reversed(), "flip .*works along the time axis"),
         (Both(), "layer 'gru': a bidirectional recurrent layer reads the future"),
     ],

@@ -8,7 +8,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["DelayLine", "StatefulGRU", "StatefulLSTM", "StreamingConv1d"]
+__all__ = [
+    "DelayLine",
+    "StatefulGRU",
+    "StatefulLSTM",
+    "StreamingConv1d",
+    "StreamingConvTranspose1d",
+]
 
 
 class StreamingConv1d(nn.Module):
@@ -65,6 +71,60 @@ class StreamingConv1d(nn.Module):
             self.cache.copy_(x[..., x.shape[-1] - self.size :])
         conv = self.conv
         return F.conv1d(x, conv.weight, conv.bias, 1, 0, conv.dilation, conv.groups)
+
+
+class StreamingConvTranspose1d(nn.Module):
+    """A ``ConvTranspose1d`` (upsampling by its stride) whose output tail, which overlaps the
+    next block, is kept and added to it: block by block, the same output as on the whole
+    signal with none of its ``padding`` cropped on the left (a delay of ``padding`` frames).
+    ``skip``: as :class:`StreamingConv1d`. Its weights are the wrapped layer's.
+
+    Shape:
+        - Input: ``[batch, in_channels, time]``
+        - Output: ``[batch, out_channels, time * stride]``
+    """
+
+    cache: torch.Tensor
+    pending: torch.Tensor
+    torchbend_leaf = True
+
+    def __init__(self, conv: nn.ConvTranspose1d, skip: int = 0) -> None:
+        super().__init__()
+        self.conv = conv
+        self.skip = skip
+        self.stride = conv.stride[0]
+        self.overlap = max(conv.kernel_size[0] - self.stride, 0)
+        self.register_buffer("pending", torch.tensor(skip), persistent=False)
+        shape = (1, conv.out_channels, self.overlap)
+        self.register_buffer("cache", torch.zeros(shape), persistent=False)
+
+    def reset_cache(self) -> None:
+        """Forget the past: the next block starts from silence."""
+        self.cache.zero_()
+        self.pending.fill_(self.skip)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pending = int(self.pending.item()) if self.skip > 0 else 0
+        if pending > 0:
+            count = min(pending, x.shape[-1])
+            x = torch.cat([torch.zeros_like(x[..., :count]), x[..., count:]], -1)
+            self.pending.sub_(count)
+        conv = self.conv
+        y = F.conv_transpose1d(x, conv.weight, None, self.stride, 0, 0, conv.groups)
+        length = x.shape[-1] * self.stride
+        if y.shape[-1] < length:
+            y = F.pad(y, (0, length - y.shape[-1]))
+        if self.overlap > 0:
+            if self.cache.shape[0] != y.shape[0] or self.cache.dtype != y.dtype:
+                self.cache = y.new_zeros(y.shape[0], y.shape[1], self.overlap)
+            head = y[..., : self.overlap] + self.cache
+            self.cache.copy_(y[..., length : length + self.overlap])
+            y = torch.cat([head, y[..., self.overlap : length]], -1)
+        else:
+            y = y[..., :length]
+        if conv.bias is not None:
+            y = y + conv.bias[:, None]
+        return y
 
 
 class DelayLine(nn.Module):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import operator
-from typing import Any
 
 import torch
 import torch.fx
@@ -12,7 +11,26 @@ from torch import nn
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
 from ..errors import AudioError
-from .stateful import DelayLine, StatefulGRU, StatefulLSTM, StreamingConv1d
+from .stateful import (
+    DelayLine,
+    StatefulGRU,
+    StatefulLSTM,
+    StreamingConv1d,
+    StreamingConvTranspose1d,
+)
+from .stream_nodes import (
+    declared_latency,
+    dim_argument,
+    flat_args,
+    input_channels,
+    is_conv,
+    node_delay,
+    node_place,
+    node_rank,
+    node_shape,
+    target_name,
+    zero_pad,
+)
 
 __all__ = ["StreamingModule", "make_streaming"]
 
@@ -43,6 +61,10 @@ _TIME_MIXING = {F.interpolate, F.avg_pool1d, F.max_pool1d, F.conv1d, F.conv_tran
 """Functions whose output frames mix input frames: the pass refuses them."""
 
 
+_STATEFUL = (StreamingConv1d, StreamingConvTranspose1d, DelayLine, StatefulGRU, StatefulLSTM)
+"""The layers the pass puts in, each with a ``reset_cache()``."""
+
+
 class StreamingModule(nn.Module):
     """A model converted by :func:`make_streaming`: its graph, with convolutions that keep
     their past input, recurrent layers that keep their state and delay lines where branches
@@ -66,7 +88,7 @@ class StreamingModule(nn.Module):
     def reset_cache(self) -> None:
         """Forget the past: the next block starts from silence, as the original model does."""
         for module in self.graph.modules():
-            if isinstance(module, (StreamingConv1d, DelayLine, StatefulGRU, StatefulLSTM)):
+            if isinstance(module, _STATEFUL):
                 module.reset_cache()
 
 
@@ -76,10 +98,13 @@ def make_streaming(module: nn.Module, example: torch.Tensor | None = None) -> St
     The module is traced with ``torch.fx`` and each layer that looks at past or future frames
     gets the state it needs: a padded ``Conv1d`` (``padding=p``, or an ``F.pad`` before it)
     runs on its past input instead of zeros, which delays its output by its right padding
-    (``p`` frames for centred padding, none for a causal one); ``nn.GRU`` and ``nn.LSTM``
-    called without a state carry theirs from block to block. Where branches of different
-    delays merge (a residual add, a cat), the less delayed ones go through a delay line, so the
-    output is the original's delayed by :attr:`StreamingModule.latency` in all.
+    (``p`` frames for centred padding, none for a causal one); a ``ConvTranspose1d`` that
+    upsamples by its stride exactly keeps the tail of its output that overlaps the next
+    block (its ``padding`` is a delay, and the delay before it is multiplied by its stride);
+    ``nn.GRU`` and ``nn.LSTM`` called without a state carry theirs from block to block.
+    Where branches of different delays merge (a residual add, a cat), the less delayed ones
+    go through a delay line, so the output is the original's delayed by
+    :attr:`StreamingModule.latency` in all (in output samples).
 
     Args:
         module: a model ``[batch, channels, time] -> [batch, channels, time]`` in one
@@ -95,9 +120,10 @@ def make_streaming(module: nn.Module, example: torch.Tensor | None = None) -> St
         of ``module`` are carried over.
 
     Raises:
-        AudioError: a layer the pass cannot make stream (a strided or transposed convolution,
-            a pooling, a bidirectional recurrent layer, an op that mixes frames), naming it
-            and the reason; or a module ``torch.fx`` cannot trace.
+        AudioError: a layer the pass cannot make stream (a strided convolution, a transposed
+            one that does not upsample exactly, a pooling, a bidirectional recurrent layer, an
+            op along the time axis), naming it and the reason; or a module ``torch.fx`` cannot
+            trace.
 
     Example:
         >>> model = nn.Sequential(nn.Conv1d(1, 4, 3, padding=1), nn.Tanh(), nn.Conv1d(4, 1, 1))
@@ -107,6 +133,8 @@ def make_streaming(module: nn.Module, example: torch.Tensor | None = None) -> St
     """
     if not isinstance(module, nn.Module) or isinstance(module, torch.jit.ScriptModule):
         raise AudioError(f"make_streaming converts a torch.nn.Module, got {type(module).__name__}")
+    if type(module).__module__.startswith("torch.nn.modules"):
+        module = nn.Sequential(module)  # a bare layer: traced as a layer, not into its code
     try:
         graph = torch.fx.symbolic_trace(module)
     except Exception as e:
@@ -121,12 +149,12 @@ def make_streaming(module: nn.Module, example: torch.Tensor | None = None) -> St
             f"takes {[n.target for n in inputs]}"
         )
     if example is None:
-        example = torch.randn(1, _channels(module, graph), EXAMPLE_LENGTH)
+        example = torch.randn(1, input_channels(module, graph), EXAMPLE_LENGTH)
     with torch.no_grad():
         ShapeProp(graph).propagate(example)
     layers: list[str] = []
     latency = _Pass(graph, layers).run()
-    streaming = StreamingModule(graph, latency + _declared_latency(module), layers)
+    streaming = StreamingModule(graph, latency + declared_latency(module), layers)
     for name in ("channels", "n_channels", "in_channels", "sample_rate", "ratio"):
         value = getattr(module, name, None)
         if isinstance(value, int) and not isinstance(value, bool):
@@ -148,7 +176,7 @@ class _Pass:
             try:
                 self.visit(node)
             except AudioError as e:
-                raise AudioError(f"make_streaming: {_where(node)}: {e}") from None
+                raise AudioError(f"make_streaming: {node_place(node)}: {e}") from None
         self.gm.graph.eliminate_dead_code()
         self.gm.recompile()
         output = next(n for n in self.gm.graph.nodes if n.op == "output")
@@ -176,6 +204,9 @@ class _Pass:
         if isinstance(layer, nn.Conv1d):
             node.meta["tb_delay"] = self.conv(node, layer, source)
             node.meta["tb_time"] = 2
+        elif isinstance(layer, nn.ConvTranspose1d):
+            node.meta["tb_delay"] = self.transposed(node, layer, source)
+            node.meta["tb_time"] = 2
         elif isinstance(layer, (nn.GRU, nn.LSTM)):
             if layer.bidirectional:
                 raise AudioError("a bidirectional recurrent layer reads the future: no stream")
@@ -188,7 +219,7 @@ class _Pass:
             node.meta["tb_delay"], node.meta["tb_time"] = delay, time
             node.meta["tb_tuple"] = True
         elif isinstance(layer, _POINTWISE_MODULES) or (
-            isinstance(layer, (nn.Linear, nn.LayerNorm)) and time != _rank(node) - 1
+            isinstance(layer, (nn.Linear, nn.LayerNorm)) and time != node_rank(node) - 1
         ):
             node.meta["tb_delay"], node.meta["tb_time"] = delay, time
         elif isinstance(layer, nn.BatchNorm1d) and time == 2:
@@ -196,7 +227,7 @@ class _Pass:
         else:
             raise AudioError(
                 f"no streaming form of {type(layer).__name__} (the pass converts stride-1 "
-                "Conv1d, GRU, LSTM and layers that work frame by frame)"
+                "Conv1d, ConvTranspose1d, GRU, LSTM and layers that work frame by frame)"
             )
 
     def conv(self, node: torch.fx.Node, conv: nn.Conv1d, source: torch.fx.Node) -> int:
@@ -211,7 +242,7 @@ class _Pass:
             left, right = (span // 2, span - span // 2) if conv.padding == "same" else (0, 0)
         else:
             left = right = conv.padding[0]
-        pad = _zero_pad(source)
+        pad = zero_pad(source)
         if pad is not None and len(source.users) == 1:
             padded, (extra_left, extra_right) = pad
             left, right = left + extra_left, right + extra_right
@@ -228,19 +259,41 @@ class _Pass:
             self.layers.append(f"{node.target}: Conv1d keeps {span} frames, delay {right}")
         return int(source.meta["tb_delay"]) + right
 
+    def transposed(
+        self, node: torch.fx.Node, conv: nn.ConvTranspose1d, source: torch.fx.Node
+    ) -> int:
+        stride, kernel = conv.stride[0], conv.kernel_size[0]
+        padding = int(conv.padding[0])  # a transposed convolution's padding is a number
+        if conv.dilation[0] != 1 or conv.padding_mode != "zeros":
+            raise AudioError("dilation 1 and zero padding only")
+        if source.meta.get("tb_time") != 2:
+            raise AudioError("its input's time axis is not the last")
+        if kernel - 2 * padding + conv.output_padding[0] != stride:
+            raise AudioError(
+                f"gives {kernel - 2 * padding + conv.output_padding[0] - stride} frames more "
+                f"than time * stride ({stride}); the pass converts layers that upsample exactly"
+            )
+        delay = int(source.meta["tb_delay"])
+        self.gm.add_submodule(str(node.target), StreamingConvTranspose1d(conv, delay))
+        self.layers.append(
+            f"{node.target}: ConvTranspose1d keeps {max(kernel - stride, 0)} frames of overlap, "
+            f"delay {padding}"
+        )
+        return delay * stride + padding
+
     def function(self, node: torch.fx.Node) -> None:
         target = node.target
         if target in _TIME_MIXING or target is torch.nn.functional.pad:
-            if target is F.pad and _zero_pad(node) is not None:
+            if target is F.pad and zero_pad(node) is not None:
                 users = list(node.users)
-                if len(users) == 1 and _is_conv(self.gm, users[0]):
+                if len(users) == 1 and is_conv(self.gm, users[0]):
                     source = node.args[0]
                     assert isinstance(source, torch.fx.Node)
                     node.meta["tb_delay"] = source.meta.get("tb_delay")
                     node.meta["tb_time"] = source.meta.get("tb_time")
                     return  # folded into the convolution
-            raise AudioError(f"{_name(target)} mixes frames; no streaming form of it here")
-        tensors = [a for a in _flat(node.args, node.kwargs) if _delay(a) is not None]
+            raise AudioError(f"{target_name(target)} mixes frames; no streaming form of it here")
+        tensors = [a for a in flat_args(node.args, node.kwargs) if node_delay(a) is not None]
         if not tensors:
             return
         first = tensors[0]
@@ -263,22 +316,22 @@ class _Pass:
 
     def axis(self, node: torch.fx.Node, first: torch.fx.Node, time: int) -> int:
         """The time axis of ``node``'s output; refuses an op that works along it."""
-        name = _name(node.target)
-        rank = _rank(first)
+        name = target_name(node.target)
+        rank = node_rank(first)
         if name in ("transpose", "swapaxes"):
             a, b = (int(d) % rank for d in node.args[1:3])  # type: ignore[arg-type]
             return b if time == a else a if time == b else time
         if name == "permute":
             dims = node.args[1:] if not isinstance(node.args[1], (list, tuple)) else node.args[1]
             return [int(d) % rank for d in dims].index(time)  # type: ignore[arg-type]
-        dim = node.kwargs.get("dim", _dim_argument(node))
+        dim = node.kwargs.get("dim", dim_argument(node))
         if isinstance(dim, int) and dim % max(rank, 1) == time:
             raise AudioError(f"{name} works along the time axis; no streaming form of it here")
         meta = node.meta.get("tensor_meta")
         if (
             isinstance(meta, TensorMetadata)
-            and _shape(first)
-            and (len(meta.shape) != rank or meta.shape[time] != _shape(first)[time])
+            and node_shape(first)
+            and (len(meta.shape) != rank or meta.shape[time] != node_shape(first)[time])
         ):
             raise AudioError(f"{name} changes the time axis; no streaming form of it here")
         if name == "getitem" and isinstance(node.args[1], tuple):
@@ -296,88 +349,3 @@ class _Pass:
         delayed.meta.update(source.meta)
         node.replace_input_with(source, delayed)
         self.layers.append(f"{name}: delays {source.name} by {frames} before {node.name}")
-
-
-def _flat(args: Any, kwargs: dict[str, Any]) -> list[Any]:
-    out: list[Any] = []
-    for value in [*args, *kwargs.values()]:
-        out.extend(_flat(value, {}) if isinstance(value, (list, tuple)) else [value])
-    return out
-
-
-def _delay(value: Any) -> int | None:
-    return value.meta.get("tb_delay") if isinstance(value, torch.fx.Node) else None
-
-
-def _shape(node: torch.fx.Node) -> tuple[int, ...]:
-    meta = node.meta.get("tensor_meta")
-    return tuple(meta.shape) if isinstance(meta, TensorMetadata) else ()
-
-
-def _rank(node: torch.fx.Node) -> int:
-    return len(_shape(node)) or 3
-
-
-def _dim_argument(node: torch.fx.Node) -> Any:
-    """The positional ``dim`` of the reductions and splits that take one second."""
-    name = _name(node.target)
-    methods = {"sum", "mean", "cumsum", "softmax", "flip", "roll", "chunk", "split", "narrow"}
-    position = 2 if name in ("chunk", "split", "roll") else 1
-    if name not in methods:
-        return None
-    if len(node.args) > position:
-        return node.args[position]
-    return 0 if name in ("chunk", "split") else None
-
-
-def _zero_pad(node: torch.fx.Node) -> tuple[torch.fx.Node, tuple[int, int]] | None:
-    """``(input, (left, right))`` if ``node`` pads the last axis only, with zeros."""
-    if node.op != "call_function" or node.target is not F.pad:
-        return None
-    source, pad = node.args[0], node.args[1] if len(node.args) > 1 else node.kwargs.get("pad")
-    mode = node.args[2] if len(node.args) > 2 else node.kwargs.get("mode", "constant")
-    value = node.args[3] if len(node.args) > 3 else node.kwargs.get("value", None)
-    if (
-        not isinstance(source, torch.fx.Node)
-        or not isinstance(pad, (list, tuple))
-        or len(pad) != 2
-        or not all(isinstance(p, int) and p >= 0 for p in pad)
-        or mode != "constant"
-        or value not in (None, 0, 0.0)
-    ):
-        return None
-    return source, (int(pad[0]), int(pad[1]))  # type: ignore[arg-type]
-
-
-def _is_conv(graph: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
-    return node.op == "call_module" and isinstance(graph.get_submodule(str(node.target)), nn.Conv1d)
-
-
-def _name(target: Any) -> str:
-    return target if isinstance(target, str) else getattr(target, "__name__", str(target))
-
-
-def _where(node: torch.fx.Node) -> str:
-    if node.op == "call_module":
-        return f"layer {node.target!r}"
-    return f"{_name(node.target)} ({node.name})"
-
-
-def _channels(module: nn.Module, graph: torch.fx.GraphModule) -> int:
-    for name in ("channels", "n_channels", "in_channels"):
-        value = getattr(module, name, None)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    for node in graph.graph.nodes:
-        if node.op == "call_module" and isinstance(
-            graph.get_submodule(str(node.target)), nn.Conv1d
-        ):
-            conv = graph.get_submodule(str(node.target))
-            assert isinstance(conv, nn.Conv1d)
-            return conv.in_channels
-    return 1
-
-
-def _declared_latency(module: nn.Module) -> int:
-    value = getattr(module, "latency", 0)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
