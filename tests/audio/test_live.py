@@ -330,3 +330,12 @@ class MonoOnly(nn.Module):
         if x.shape[1] != 1:
             raise ValueError(f"MonoOnly takes mono audio, got {x.shape[1]} channels")
         return x
+
+
+def test_live_warns_when_the_model_clicks_at_block_edges(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.audio.stateless import Centred, built
+    from torchbend.audio.stream_check import StreamWarning
+
+    monkeypatch.setitem(sys.modules, "sounddevice", FakeCard(blocks=1))
+    with pytest.warns(StreamWarning, match=f"does not stream: block by block at {BLOCK}"):
+        live(built(Centred), block_size=BLOCK, channels=1, duration=0.0)

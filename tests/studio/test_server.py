@@ -658,6 +658,7 @@ def test_live_streams_the_bent_model_block_by_block(client: Client, studio: Stud
         "latency_ms": pytest.approx(
             1000 * Stream(studio.bended, block_size=8192).latency / 44100, abs=0.01
         ),
+        "warning": None,  # the model streams exactly
     }
     stats = [g for g in got[1:] if isinstance(g, dict)]
     assert [s["index"] for s in stats] == [0, 1, 2] and all(s["compute_ms"] > 0 for s in stats)
@@ -955,3 +956,19 @@ def test_the_export_writes_a_checked_nn_file_and_refuses_bad_names(client, studi
     assert (
         "buffers of" in reply["error"] and not (studio.output / "exports" / "over-time.ts").exists()
     )
+
+
+def test_live_says_when_the_model_clicks_at_block_edges(tmp_path: Path) -> None:
+    import soundfile
+
+    from tests.audio.stateless import Centred, built
+    from torchbend.studio.playback import LiveStream
+
+    short = tmp_path / "short.wav"
+    soundfile.write(short, torch.zeros(4410).numpy(), 44100)
+    studio = Studio(
+        built(Centred), "centred", output=tmp_path / "out", sounds=[short], shipped=False
+    )
+    started = LiveStream(studio, "short", 1024).started()
+    assert "Centred.forward does not stream: block by block at 1024" in started["warning"]
+    assert "make_streaming" in started["warning"]

@@ -6,6 +6,8 @@ from .osc import OSCControl
 from .safety import Safety
 from .safety_stats import SafetyStats
 from .stream import Stream, StreamStats
+from .stream_check import StreamCheck, StreamWarning
+from .stream_convert import StreamingModule, make_streaming
 
 __all__ = [
     "FORMATS",
@@ -13,9 +15,13 @@ __all__ = [
     "Safety",
     "SafetyStats",
     "Stream",
+    "StreamCheck",
     "StreamStats",
+    "StreamWarning",
+    "StreamingModule",
     "live",
     "load",
+    "make_streaming",
     "resample",
     "save",
 ]

@@ -7,8 +7,8 @@ import itertools
 import math
 import statistics
 import time
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -18,13 +18,15 @@ from ..bended import BendedModule
 from ..errors import AudioError
 from ..models.rates import model_ratio
 from .safety import Safety, safety_stage
-from .safety_stats import SafetyStats
+from .stream_check import StreamCheck, StreamWarning, probe_module
+from .stream_stats import StreamStats
 
 __all__ = [
     "MAX_BLOCK_SIZE",
     "MIN_BLOCK_SIZE",
     "Stream",
     "StreamStats",
+    "StreamWarning",
     "check_block_size",
     "reset_cache",
 ]
@@ -33,62 +35,6 @@ MIN_BLOCK_SIZE = 64
 """Smallest block size a :class:`Stream` takes, in samples."""
 MAX_BLOCK_SIZE = 8192
 """Largest block size a :class:`Stream` takes, in samples."""
-
-
-@dataclass(frozen=True)
-class StreamStats:
-    """What a :class:`Stream` measured so far (a snapshot: ``stream.stats``)."""
-
-    block_size: int
-    """Samples per block."""
-    sample_rate: int
-    """Sample rate, in Hz; with ``block_size`` it sets each block's time budget."""
-    latency: int
-    """Latency in samples: one block of buffering plus what the model declares (``latency``)."""
-    blocks: int
-    """Blocks processed."""
-    overruns: int
-    """Blocks whose compute time exceeded their budget (``block_size / sample_rate``)."""
-    total_time: float
-    """Compute time of all blocks, in seconds."""
-    median_time: float
-    """Median compute time per block over the last blocks (up to 1000), in seconds."""
-    max_time: float
-    """Longest compute time of a block, in seconds."""
-    last_time: float
-    """Compute time of the last block, in seconds (the safety stage's included)."""
-    safety: SafetyStats | None = None
-    """What the stream's safety stage did (:class:`~torchbend.audio.Safety`); ``None``
-    without one."""
-
-    @property
-    def budget(self) -> float:
-        """Time budget of one block, in seconds: ``block_size / sample_rate``."""
-        return self.block_size / self.sample_rate
-
-    @property
-    def realtime_factor(self) -> float:
-        """Audio time over compute time (``> 1``: faster than real time), from the median."""
-        if self.median_time <= 0.0:
-            return math.inf if self.blocks else 0.0
-        return self.budget / self.median_time
-
-    @property
-    def latency_ms(self) -> float:
-        """``latency`` in milliseconds."""
-        return 1000.0 * self.latency / self.sample_rate
-
-    def __str__(self) -> str:
-        text = (
-            f"{self.blocks} blocks of {self.block_size} at {self.sample_rate} Hz: "
-            f"{self.realtime_factor:.1f}x realtime (median {1000 * self.median_time:.2f} ms, "
-            f"max {1000 * self.max_time:.2f} ms, budget {1000 * self.budget:.2f} ms), "
-            f"{self.overruns} overruns, latency {self.latency} samples "
-            f"({self.latency_ms:.1f} ms)"
-        )
-        if self.safety is not None:
-            text += f"; {self.safety}"
-        return text
 
 
 class Stream:
@@ -111,6 +57,12 @@ class Stream:
     by default, so that an offline render is exactly the model's output; live play
     (:func:`~torchbend.audio.live`) turns it on. It is meant for methods whose output is audio.
 
+    Check: before the first block, the model runs on a few blocks of noise and in one pass
+    (:meth:`check_streaming`); a model that keeps no state between blocks gives another output
+    block by block, clicking at every block edge, and the stream warns once
+    (:class:`~torchbend.audio.StreamWarning`); :func:`~torchbend.audio.make_streaming`
+    converts such a model.
+
     Args:
         model: a :class:`~torchbend.BendedModule` or a plain ``nn.Module``.
         method: the method to run: it takes audio ``[batch, channels, time]``.
@@ -124,6 +76,9 @@ class Stream:
         safety: pass the output through a :class:`~torchbend.audio.Safety` stage: ``True``
             for one with its default settings at ``sample_rate``, or one of your own (at
             the same sample rate); ``False``: the model's output as it is.
+        check: before the first block, check that the model streams
+            (:meth:`check_streaming`) and warn (:class:`StreamWarning`) if it does not;
+            ``False`` skips the check.
 
     Shape:
         - Input: ``[channels, time]`` or ``[batch, channels, time]``, any ``time``
@@ -159,6 +114,7 @@ class Stream:
         channels: int | None = None,
         sample_rate: int = 44100,
         safety: bool | Safety = False,
+        check: bool = True,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise AudioError(f"Stream takes an nn.Module or a BendedModule, got {type(model)}")
@@ -191,6 +147,10 @@ class Stream:
         self.safety = safety_stage(safety, sample_rate, "the stream")
         """The safety stage the output goes through, or ``None``."""
         self._inner = inner
+        self.streaming_check: StreamCheck | None = None
+        """What :meth:`check_streaming` found, once run (``None`` before)."""
+        self._check = check
+        self._impl = impl  # the wrapped module's own method: what the streaming check runs
         self._fn: Callable[[torch.Tensor], Any]
         if isinstance(model, BendedModule):
             bended = model
@@ -224,6 +184,33 @@ class Stream:
             last_time=self._last,
             safety=self.safety.stats if self.safety is not None else None,
         )
+
+    def check_streaming(self, channels: int | None = None) -> StreamCheck:
+        """Check that the model gives the same output block by block as in one pass, and
+        warn (:class:`StreamWarning`, once per stream) if it does not.
+
+        The model (for a :class:`~torchbend.BendedModule`, the module it wraps, unbent: its
+        graphs and bendings are left as they are) runs on a few blocks of seeded noise
+        (:func:`~torchbend.audio.stream_check.probe_streaming`), both passes from the state
+        it had (its buffers, put back after) reset by its ``reset_cache()`` if it has one. A
+        model without state of its own (a convolution stack, a recurrent layer called without
+        its state) starts every block from silence and clicks at block edges.
+        ``channels``: the input's (default: the model's, else 1). Runs once: later calls
+        return the first result.
+        """
+        if self.streaming_check is not None:
+            return self.streaming_check
+        count = channels or self.channels or 1
+        check = probe_module(self._inner, self._impl, self.block_size, count, self.model_latency)
+        self.streaming_check = check
+        if not check.ok:
+            what = f"{type(self._inner).__name__}.{self.method}"
+            warnings.warn(
+                f"{check.describe(what)}. (Stream(..., check=False) skips this check.)",
+                StreamWarning,
+                stacklevel=2,
+            )
+        return check
 
     def reset(self, cache: bool = True) -> None:
         """Clear the timings and, with ``cache``, the model's state (its ``reset_cache()``);
@@ -309,6 +296,8 @@ class Stream:
                     f"channels, got {channels}; give mono or {self.channels}-channel audio"
                 )
             x = x.expand(batch, self.channels, x.shape[-1])
+        if self._check and self.streaming_check is None:
+            self.check_streaming(x.shape[1])
         start = time.perf_counter()
         with torch.no_grad():
             y = self._fn(x)

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from ..audio.stream_check import StreamCheck, StreamWarning, probe_streaming
 from ..errors import ExportError
 from .fifo import fifo_latency
 
@@ -20,11 +21,13 @@ __all__ = [
     "MethodCheck",
     "NNTildeReport",
     "buffer_sizes",
+    "check_file_streams",
     "check_method",
     "check_nntilde",
     "check_params",
     "check_streams",
     "error_summary",
+    "refuse_clicks",
 ]
 
 MAX_BUFFER_SIZE = 8192
@@ -61,6 +64,8 @@ class NNTildeReport:
     fifo_block: int = 0
     """The block of the FIFO the file carries, in samples (``0``: none): buffers of fewer
     samples are delayed by one block."""
+    streaming: tuple[StreamCheck, ...] = ()
+    """Per method, its output buffer by buffer against one pass (:func:`check_file_streams`)."""
 
     def latency(self, buffer: int) -> int:
         """The samples the file delays its output by when called with buffers of ``buffer``
@@ -235,8 +240,39 @@ def check_nntilde(path: str | Path) -> NNTildeReport:
         if status != 0:
             raise ExportError(f"{path}: set_{name}{value} returned {status}, expected 0")
     rate = int(module.get_sample_rate()) if hasattr(module, "get_sample_rate") else None
-    delay, fifo = (getattr(module, a, 0) for a in ("latency", "fifo_block"))
-    return NNTildeReport(str(path), tuple(methods), tuple(attributes), rate, int(delay), int(fifo))
+    least = int(getattr(module, "min_buffer_size", torch.ones(1)).item())
+    streaming = check_file_streams(path, params, max(least, higher))
+    for method, result in zip(names, streaming):
+        if not result.ok:
+            warnings.warn(
+                f"{path}: {result.describe(method)}; nn~ calls it buffer by buffer",
+                StreamWarning,
+                stacklevel=2,
+            )
+    delay, fifo = (int(getattr(module, a, 0)) for a in ("latency", "fifo_block"))
+    return NNTildeReport(str(path), tuple(methods), tuple(attributes), rate, delay, fifo, streaming)
+
+
+def check_file_streams(
+    path: str | Path, params: Mapping[str, Sequence[int]], least: int
+) -> tuple[StreamCheck, ...]:
+    """Run each method of the file at ``path`` on noise in one pass and buffer by buffer
+    (buffers of ``least`` samples or 256, each pass on a fresh load) and compare
+    (:func:`~torchbend.audio.stream_check.probe_streaming`): a method that keeps no state
+    from one buffer to the next clicks at every buffer in nn~."""
+    checks = []
+    for method, values in params.items():
+        in_channels, in_ratio = int(values[0]), int(values[1])
+        file = torch.jit.load(str(path))
+        latency = getattr(file, "latency", 0)
+        latency = latency if isinstance(latency, int) else 0
+
+        def fresh(method: str = method) -> Any:
+            return getattr(torch.jit.load(str(path)), method)
+
+        block = max(least, 256) // in_ratio
+        checks.append(probe_streaming(fresh, block, in_channels, latency // in_ratio))
+    return tuple(checks)
 
 
 def check_streams(path: str | Path, params: Mapping[str, Sequence[int]], least: int) -> None:
@@ -277,6 +313,21 @@ def check_streams(path: str | Path, params: Mapping[str, Sequence[int]], least: 
         f"to the next (methods {list(params)}): nn~ would play it with a click at every "
         "buffer. Call model.set_streaming(True) before tb.BendedModule(model) and tracing"
     )
+
+
+def refuse_clicks(report: NNTildeReport, allow: bool = False) -> None:
+    """Raise :class:`ExportError` if a method of the file checked in ``report`` gives
+    another output buffer by buffer than in one pass (it would click at every nn~ buffer);
+    with ``allow``, warn instead."""
+    for method, check in zip(report.methods, report.streaming):
+        if not check.ok and allow:
+            what = f"{report.path}: {check.describe(method.name)}; nn~ calls it buffer by buffer"
+            warnings.warn(what, StreamWarning, 3)
+        elif not check.ok:
+            raise ExportError(
+                f"{report.path}: {check.describe(method.name)}; nn~ calls it buffer by "
+                "buffer, so the file is not written (clicks='refuse')"
+            )
 
 
 def error_summary(e: BaseException) -> str:

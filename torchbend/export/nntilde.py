@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import io
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,7 @@ import torch
 import torch.fx
 
 from ..audio.safety import Safety, safety_stage
+from ..audio.stream_check import StreamWarning
 from ..bended import BendedModule
 from ..errors import ExportError, TracingError
 from .build import build, script
@@ -25,6 +27,7 @@ from .contract import (
     check_params,
     check_streams,
     is_power_of_two,
+    refuse_clicks,
 )
 from .fifo import append_fifo, fifo_block
 from .plan import ExportPlan
@@ -62,6 +65,7 @@ def nntilde(
     output_labels: Mapping[str, Sequence[str]] | None = None,
     min_buffer_size: int | None = None,
     safety: bool | Safety = False,
+    clicks: str = "warn",
 ) -> NNTildeReport:
     """Write ``bended`` as an nn~ ``.ts`` file, check it as nn~ will use it, and report.
 
@@ -92,7 +96,13 @@ def nntilde(
     ``reset_cache()`` on the exported copy) and must carry its state from one buffer to the
     next (:func:`~torchbend.export.contract.check_streams`), or the export fails saying to call
     ``set_streaming(True)`` before tracing. A plain module given ``params`` is put in
-    streaming mode before it is traced here, as ``torchbend export`` does.
+    streaming mode before it is traced here, as ``torchbend export`` does. Any file is also
+    run on noise in one pass and buffer by buffer (:func:`~torchbend.export.contract.
+    check_file_streams`): a model that keeps no state (a convolution stack, a GRU) gives
+    another output buffer by buffer, with a click at every buffer: the export warns
+    (:class:`~torchbend.audio.StreamWarning`, with the size of the difference), or refuses
+    with ``clicks="refuse"``, naming :func:`~torchbend.audio.make_streaming`, which converts
+    such a model.
 
     With ``safety``, each method whose output is audio (``out_ratio`` 1: ``forward``,
     ``decode``) ends with the safety stage of live play (:class:`~torchbend.audio.Safety`,
@@ -127,6 +137,9 @@ def nntilde(
         safety: ``True``: the safety stage with its default settings at ``sample_rate``;
             a :class:`~torchbend.audio.Safety` (at ``sample_rate``) for other settings;
             ``False``: the methods' outputs as they are.
+        clicks: what to do with a file whose methods give another output buffer by buffer
+            than in one pass: ``"warn"`` (write it and warn) or ``"refuse"`` (delete it and
+            raise :class:`ExportError`).
 
     Raises:
         ExportError: for a sample rate, buffer size, params or labels out of their bounds
@@ -135,6 +148,8 @@ def nntilde(
             is not a power of two, a graph that depends on the input's length, an unscriptable
             callback, or any failure of the checks, naming the method, expected and got.
     """
+    if clicks not in ("warn", "refuse"):
+        raise ExportError(f"clicks must be 'warn' or 'refuse', got {clicks!r}")
     names = _method_names(methods)
     params = _checked_params(params)
     input_labels = _checked_labels(input_labels, "input_labels")
@@ -153,7 +168,13 @@ def nntilde(
     if isinstance(module.module, torch.jit.ScriptModule):
         view = module.view()
         if not _activation_keys(view) and safety is False:
-            return _rewrite_scripted(view, Path(path))
+            report = _rewrite_scripted(view, Path(path))
+            try:
+                refuse_clicks(report, clicks == "warn")
+            except ExportError:
+                Path(path).unlink(missing_ok=True)
+                raise
+            return report
         contract = FileContract(module.module)
         names = names or contract.methods
         sample_rate = sample_rate or contract.sample_rate
@@ -230,12 +251,13 @@ def nntilde(
     extra = contract_source(plan.methods, list(plan.controls))
     scripted = script(plan, container, getters="tuple", extra=extra)
     report = _save_checked(scripted, Path(path))
-    if callable(getattr(module.module, "set_streaming", None)):
-        try:
+    try:
+        if callable(getattr(module.module, "set_streaming", None)):
             check_streams(path, method_params, least)
-        except ExportError:
-            Path(path).unlink(missing_ok=True)
-            raise
+        refuse_clicks(report, clicks == "warn")
+    except ExportError:
+        Path(path).unlink(missing_ok=True)
+        raise
     return report
 
 
@@ -368,7 +390,9 @@ def _save_checked(scripted: torch.jit.ScriptModule, path: Path) -> NNTildeReport
     deleted."""
     save(scripted, path)
     try:
-        return check_nntilde(path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", StreamWarning)  # nntilde warns or refuses itself
+            return check_nntilde(path)
     except ExportError:
         path.unlink(missing_ok=True)
         raise

@@ -4,11 +4,12 @@ its knobs move."""
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 import torch
 
-from ..audio.stream import Stream
+from ..audio.stream import Stream, StreamWarning
 from ..errors import StudioError, TorchbendError
 from .session import Studio
 
@@ -42,8 +43,13 @@ class LiveStream:
             )
         except TorchbendError as e:
             raise StudioError(str(e)) from None
-        with studio.lock:
+        with studio.lock, warnings.catch_warnings():
+            warnings.simplefilter("ignore", StreamWarning)  # the page shows it: started()
+            check = self.stream.check_streaming(1)
             self.stream.reset()
+        what = f"{type(studio.bended.module).__name__}.{studio.fn}"
+        self.warning = None if check.ok else check.describe(what)
+        """Why the model clicks at block edges (:meth:`Stream.check_streaming`), or None."""
         self.position = 0
         self.index = 0
 
@@ -54,6 +60,7 @@ class LiveStream:
             "sample_rate": self.studio.sample_rate,
             "block": self.stream.block_size,
             "latency_ms": round(1000 * self.stream.latency / self.studio.sample_rate, 2),
+            "warning": self.warning,
         }
 
     def next(self) -> tuple[bytes, dict[str, Any]]:

@@ -1890,6 +1890,7 @@ function onLiveMessage(msg) {
     live.nextTime = Math.max(live.nextTime || 0, live.ctx.currentTime + 0.05); // after what is queued (a new sound)
     liveStats.textContent = `started · ${live.sr} Hz · blocks of ${live.block}${isNum(msg.latency_ms) ? ` · latency ${fmtNum(msg.latency_ms)} ms` : ""}`;
     liveStats.dataset.started = "1";
+    if (msg.warning) showError(`live: ${msg.warning}`);
     topUp();
     clearInterval(live.timer);
     live.timer = setInterval(topUp, 50);
