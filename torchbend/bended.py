@@ -268,9 +268,16 @@ class BendedModule(nn.Module):
         arguments it drives), clamp, ramp and widget (kind, unit, curve, label, group)."""
         return self._engine.print_controls(out)
 
-    def update(self, name: str, value: float | int | bool, *, ramp: bool = True) -> None:
+    def update(
+        self,
+        name: str,
+        value: float | int | bool | torch.Tensor | Sequence[float],
+        *,
+        ramp: bool = True,
+    ) -> None:
         """Set control ``name`` to ``value``; the next call sees it (at once with ``ramp=False``,
-        else spread over the control's ramp). No re-trace and no recompilation: activation
+        else spread over the control's ramp; a :class:`~torchbend.TensorParameter` takes a
+        tensor, or a list, of its length at once). No re-trace and no recompilation: activation
         callbacks read controls when they run; weight bendings that read the control are bent
         again once, only the weights they bend (crossfaded over its ``ramp`` calls, if any)."""
         with self._lock:

@@ -28,6 +28,7 @@ from .contract import (
 )
 from .plan import ExportPlan
 from .source import contract_source
+from .tensor_attributes import add_buffer_state, buffer_attributes, buffer_source
 from .text_attributes import attribute_type
 from .torchscript import save
 from .verify import check_export
@@ -207,7 +208,9 @@ def nntilde(
         )
     container.sr = int(sample_rate or 44100)  # type: ignore[assignment]
     container.register_buffer("min_buffer_size", torch.tensor([least]))
-    extra = contract_source(plan.methods, list(plan.controls))
+    add_buffer_state(container, plan)
+    extra = contract_source(plan.methods, list(plan.controls), buffer_attributes(plan))
+    extra += buffer_source(plan)
     scripted = script(plan, container, getters="tuple", extra=extra)
     report = _save_checked(scripted, Path(path))
     if callable(getattr(module.module, "set_streaming", None)):
