@@ -181,7 +181,7 @@ def controls_table(controls: Iterable[BendingParameter]) -> Table:
         )
         value = d["value"]
         if d["type"] == "tensor":  # a vector: its length, not its values
-            value = f"<{d['length']} values>"
+            value, values = f"<{d['length']} values>", "finite floats"
         rows.append(
             [
                 d["name"],
