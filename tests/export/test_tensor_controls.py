@@ -200,3 +200,12 @@ def test_nntilde_buffer_is_resampled_as_python_would(nn_path):
     assert file.get_gains() == ("",)
     assert torch.equal(file.forward(x), python.module(x))
     assert file.clear_buffer_attribute("other#0") == -1
+
+
+def test_check_nntilde_refuses_a_buffer_attribute_of_no_buffer_type(nn_path, tmp_path):
+    file = torch.jit.load(nn_path)
+    file.gains_params.fill_(2)  # declared a float: nn~ would not pass it the array
+    broken = tmp_path / "broken.ts"
+    torch.jit.save(file, str(broken))
+    with pytest.raises(tb.ExportError, match="'gains#0' must name an attribute 'gains' of type"):
+        check_nntilde(broken)

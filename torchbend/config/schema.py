@@ -63,8 +63,7 @@ SCHEMA: dict[str, Any] = {
                     "format": "finite",
                     "items": {"$ref": "#/$defs/finite"},
                     "minItems": 1,
-                    "description": "a finite number, a bool, or a list of finite numbers (the "
-                    "value of a tensor control)",
+                    "description": "a finite number, a bool or a list of finite numbers",
                 },
                 "range": {
                     "type": ["array", "null"],
