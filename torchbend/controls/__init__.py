@@ -10,7 +10,7 @@ from .parameter import (
     control_of,
     is_control,
 )
-from .tensor_control import TensorParameter, checked_tensor
+from .tensor_control import ControlValue, TensorParameter, checked_tensor
 from .widgets import CURVES, WIDGETS, Widget
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "BendingParameter",
     "Bound",
     "Control",
+    "ControlValue",
     "ControlView",
     "Number",
     "Reader",

@@ -12,7 +12,11 @@ from ..errors import BendingError
 from .parameter import BendingParameter
 from .widgets import Widget, resolve_widget
 
-__all__ = ["TensorParameter", "checked_tensor"]
+__all__ = ["ControlValue", "TensorParameter", "checked_tensor"]
+
+ControlValue = float | int | bool | torch.Tensor | Sequence[float]
+"""What ``bended.update`` takes: a number for a control, a tensor (or a list) for a tensor
+control."""
 
 
 def checked_tensor(value: Any, name: str, length: int | None = None) -> torch.Tensor:

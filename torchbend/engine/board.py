@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 
 from ..callbacks.base import BendingCallback
-from ..controls import BendingParameter, TensorParameter
+from ..controls import BendingParameter, ControlValue, TensorParameter
 from ..controls.rules import fade_weight
 from ..errors import BendingError, did_you_mean
 from .bendings import Bending, BendingSet
@@ -70,12 +70,7 @@ class ControlBoard:
                     f"(bended.controllables[{control.name!r}]) or give this one another name"
                 )
 
-    def update(
-        self,
-        name: str,
-        value: float | int | bool | torch.Tensor | Sequence[float],
-        ramp: bool = True,
-    ) -> None:
+    def update(self, name: str, value: ControlValue, ramp: bool = True) -> None:
         controls = self.controls()
         if name not in controls:
             raise BendingError(
