@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import torchbend as tb
-from torchbend.controls import rules
+from torchbend.controls import ControlView, rules
 from torchbend.export import nntilde, torchscript
 from torchbend.export.contract import check_nntilde
 from torchbend.export.nntilde import TYPE_HASH
@@ -104,6 +104,8 @@ def test_tensor_controls_go_only_where_a_vector_goes():
         tb.Scale(p)
     with pytest.raises(tb.BendingError, match="does not combine with numbers"):
         tb.Bias(2 * p)  # type: ignore[operator]
+    with pytest.raises(tb.BendingError, match="does not combine with numbers"):
+        ControlView(p, 2.0)
     with pytest.raises(tb.BendingError, match="leave rms out"):
         tb.Steer(p, rms=2.0)
     with pytest.raises(tb.BendingError, match="a 1-D tensor of floats"):
@@ -209,3 +211,13 @@ def test_check_nntilde_refuses_a_buffer_attribute_of_no_buffer_type(nn_path, tmp
     torch.jit.save(file, str(broken))
     with pytest.raises(tb.ExportError, match="'gains#0' must name an attribute 'gains' of type"):
         check_nntilde(broken)
+
+
+def test_torchscript_bends_a_weight_again_when_a_tensor_control_is_set(tmp_path):
+    python = gains_net("a.weight", dim=0)
+    file = torchscript(gains_net("a.weight", dim=0), tmp_path / "w.ts")
+    x = signal()
+    assert file.set_gains(VALUES) == 0
+    python.update("gains", VALUES)
+    assert torch.equal(file(x), python(x))
+    assert not torch.equal(file(x), python.module(x))

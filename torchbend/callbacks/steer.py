@@ -246,7 +246,9 @@ class Gains(Steer):
     with ``probe="scale"``.
 
     Args:
-        vector: the log-gain direction, a tensor of finite floats, not all zero.
+        vector: the log-gain direction, a tensor of finite floats, not all zero; or a
+            :class:`~torchbend.TensorParameter` that sets it live, used as given: a log-gain
+            per channel, in nepers at ``strength=1`` (zeros: the identity).
         strength: how far to go along it: the exponent's RMS over the channels is
             ``abs(strength) * rms``. May be a control; it ramps along the last axis.
         dim: the axis of the target's channels, where the vector's first axis lies.
