@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 
 import pytest
 import torch
@@ -221,3 +222,15 @@ def test_torchscript_bends_a_weight_again_when_a_tensor_control_is_set(tmp_path)
     python.update("gains", VALUES)
     assert torch.equal(file(x), python(x))
     assert not torch.equal(file(x), python.module(x))
+
+
+def test_the_studio_leaves_a_tensor_control_out_of_its_forms(tmp_path):
+    from torchbend.errors import StudioError
+    from torchbend.studio.bending import BendingEditor
+
+    editor = BendingEditor(gains_net(), threading.RLock(), tmp_path)
+    state = json.loads(json.dumps(editor.state()))  # JSON-able, the tensor as a list
+    assert state["controls"] == []
+    assert state["config"]["controls"][0]["value"] == [0.0] * CHANNELS
+    with pytest.raises(StudioError, match="tensor control 'gains' takes"):
+        editor.set_control("gains", 0.5)
