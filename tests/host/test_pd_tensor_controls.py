@@ -1,7 +1,8 @@
 """A tensor control set live from a Pd array, in the real nn~ inside Pure Data: the patch
 writes an array, sends ``[reload(`` (nn~ 1.6 finds buffer attributes only after one), then
 ``[set gains ARRAY(``; Pd plays what the file gives called as nn~ calls it, and what Python
-gives with the array resampled to the control's length."""
+gives with the array resampled to the control's length; naming an array the patch lacks
+changes nothing."""
 
 from __future__ import annotations
 
@@ -36,12 +37,16 @@ def test_a_pd_array_sets_a_tensor_control_live(tmp_path):
             "set gains gains",
             apply=lambda f: f.set_buffer_attribute("gains#0", values, 44100),
         ),
+        Message(12288, "set gains nosuch"),  # no such array: nn~ complains, nothing changes
     ]
     buffers = (256, 2048)
     run = play(
         file, audio, tmp_path / "pd", buffers=buffers, messages=messages, arrays={"gains": ARRAY}
     )
-    assert not run.errors, run.errors
+    assert set(run.errors) == {
+        "error: table nosuch not found",
+        "error: nn~: buffer for argument gains#0 not found. Did you initialise it?",
+    }, run.errors
     compare(file, audio, run, messages=messages)
     bended.update("gains", rules.resampled(torch.tensor(ARRAY), CHANNELS))
     with torch.no_grad():
