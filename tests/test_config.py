@@ -339,7 +339,7 @@ GARBAGE = [
     ),
     (
         _scaled_by({"name": "k", "value": float("nan")}),
-        r"control 0, value: expected a finite number or a bool, got nan$",
+        r"control 0, value: expected a finite number, a bool or a list of finite numbers, got nan$",
     ),
     (
         _scaled_by({"name": "k", "value": 1.0, "range": [0, float("inf")]}),

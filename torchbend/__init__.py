@@ -47,7 +47,7 @@ from .callbacks import (
 )
 from .callbacks.bend_options import Guard, Subset, Window
 from .config import BendingConfig
-from .controls import BendingParameter, Widget
+from .controls import BendingParameter, TensorParameter, Widget
 from .engine.tables import Table
 from .errors import (
     AudioError,
@@ -122,6 +122,7 @@ __all__ = [
     "SweepError",
     "Table",
     "Tanh",
+    "TensorParameter",
     "Threshold",
     "ThresholdActivation",
     "TimeStretch",

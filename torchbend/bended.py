@@ -15,7 +15,7 @@ from torch import nn
 from .callbacks.base import BendingCallback
 from .callbacks.bend_options import Guard, Subset, Window
 from .config import BendingConfig
-from .controls import BendingParameter, Control
+from .controls import BendingParameter, Control, ControlValue
 from .engine import BendedView, Bending, Engine, Restore
 from .engine.tables import ActivationInfo, Table
 from .tracing import FlowStep, TracedGraph
@@ -268,9 +268,10 @@ class BendedModule(nn.Module):
         arguments it drives), clamp, ramp and widget (kind, unit, curve, label, group)."""
         return self._engine.print_controls(out)
 
-    def update(self, name: str, value: float | int | bool, *, ramp: bool = True) -> None:
+    def update(self, name: str, value: ControlValue, *, ramp: bool = True) -> None:
         """Set control ``name`` to ``value``; the next call sees it (at once with ``ramp=False``,
-        else spread over the control's ramp). No re-trace and no recompilation: activation
+        else spread over the control's ramp; a :class:`~torchbend.TensorParameter` takes a
+        tensor, or a list, of its length at once). No re-trace and no recompilation: activation
         callbacks read controls when they run; weight bendings that read the control are bent
         again once, only the weights they bend (crossfaded over its ``ramp`` calls, if any)."""
         with self._lock:

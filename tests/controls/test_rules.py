@@ -181,3 +181,35 @@ def test_choice_from_text_is_the_same_scripted():
     assert check(rules.choice_from_text, [(t, choices) for t in TEXTS]) == len(TEXTS)
     read = [rules.choice_from_text(t, choices) for t in ("saw", "2.700000", "3.000000", "Saw")]
     assert read == [2, 2, -1, -1]
+
+
+def test_resampled_is_the_same_scripted():
+    scripted = torch.jit.script(rules.resampled)
+    for values, length in [
+        (torch.arange(5.0), 3),
+        (torch.arange(5.0), 5),
+        (torch.tensor([2.0]), 4),
+        (torch.linspace(-1.0, 1.0, 100)[None], 7),
+        (torch.arange(3, dtype=torch.float64), 9),
+    ]:
+        eager = rules.resampled(values, length)
+        assert eager.dtype == torch.float32 and eager.shape == (length,)
+        assert torch.equal(eager, scripted(values, length))
+        assert eager[0] == values.flatten()[0] and eager[-1] == values.flatten()[-1]
+    assert rules.resampled(torch.arange(5.0), 3).tolist() == [0.0, 2.0, 4.0]
+
+
+def test_tensor_from_buffer_is_the_same_scripted():
+    scripted = torch.jit.script(rules.tensor_from_buffer)
+    stereo = torch.stack([torch.arange(4.0), torch.full((4,), 9.0)])
+    for values, length, expected in [
+        (torch.arange(4.0)[None], 4, [0.0, 1.0, 2.0, 3.0]),
+        (stereo, 4, [0.0, 1.0, 2.0, 3.0]),  # the first channel
+        (torch.arange(3.0), 5, [0.0, 0.5, 1.0, 1.5, 2.0]),
+        (torch.tensor([[1.0, math.nan]]), 2, None),
+        (torch.tensor([[1.0, math.inf]]), 2, None),
+        (torch.zeros(1, 0), 2, None),
+    ]:
+        for fn in (rules.tensor_from_buffer, scripted):
+            got = fn(values, length)
+            assert (got if got is None else got.tolist()) == expected, (values, length)

@@ -283,8 +283,9 @@ class OSCControl:
         return 1
 
     def _describe(self, to: Address) -> None:
-        """Send ``to`` one ``/control`` message per control, then ``/controls/end count``."""
-        controls = list(self.bended.controllables.values())
+        """Send ``to`` one ``/control`` message per control, then ``/controls/end count``
+        (tensor controls, whose values are no numbers, are left out)."""
+        controls = [c for c in self.bended.controllables.values() if c.kind != "tensor"]
         for control in controls:
             d = control.describe()
             widget = d["widget"]

@@ -9,7 +9,15 @@ from typing import Any
 
 import torch
 
-from ..controls import BendingParameter, Bound, Control, ControlView, control_of, is_control
+from ..controls import (
+    BendingParameter,
+    Bound,
+    Control,
+    ControlView,
+    TensorParameter,
+    control_of,
+    is_control,
+)
 from ..controls.rules import bool_argument, float_argument, int_argument
 from ..errors import BendingError
 
@@ -163,6 +171,12 @@ class Argument:
         controlled: dict[str, Control] | None = cb.__dict__.get("_controlled")
         if controlled is None:
             raise BendingError(f"{owner}: call super().__init__() before setting {self.name}")
+        if isinstance(value, TensorParameter):
+            raise BendingError(
+                f"{owner}: {self.name} takes a number or a control of one; {value.name!r} is a "
+                "tensor control, which callbacks take where they take a vector (the vector of "
+                "Steer and Gains)"
+            )
         if is_control(value):
             self.check(owner, value.get())
             number, start, end = self.read(value)

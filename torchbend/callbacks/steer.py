@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ..controls import BendingParameter, Control, is_control
+from ..controls import BendingParameter, Control, TensorParameter, is_control
 from ..errors import BendingError
 from .argument import Argument
 from .axes import as_dim, call_axis, normalized_dim
@@ -45,7 +45,10 @@ class Steer(BendingCallback):
     Args:
         vector: the direction, a tensor of finite floats, not all zero (a list of numbers is
             taken too). Kept as a buffer: ``.to()`` moves it and exported files hold it as a
-            constant.
+            constant. Or a :class:`~torchbend.TensorParameter` of the vector's length, which
+            sets it live (``bended.update``, a Pd array in nn~): its value is then used as
+            given, not divided by its RMS (``unit`` is the value, ``rms`` is 1 and may not be
+            given), so that zeros are the identity.
         strength: how far to push, in multiples of ``rms``: the offset added to the target
             has an RMS (over its elements) of ``abs(strength) * rms``, so that ``strength=1``
             moves the activation by as much as its own RMS on the examples; ``0`` is the
@@ -84,13 +87,16 @@ class Steer(BendingCallback):
 
     def __init__(
         self,
-        vector: torch.Tensor | Sequence[Any],
+        vector: torch.Tensor | Sequence[Any] | TensorParameter,
         strength: float | Control = 1.0,
         dim: int = -2,
         rms: float | None = None,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
+        if isinstance(vector, TensorParameter):
+            self._init_controlled(vector, strength, dim, rms)
+            return
         given = vector if isinstance(vector, torch.Tensor) else _as_tensor(owner, vector)
         if not given.is_floating_point() or given.dim() == 0 or given.numel() == 0:
             raise BendingError(
@@ -121,6 +127,43 @@ class Steer(BendingCallback):
         self.register_buffer("vector", data)
         self.register_buffer("unit", (data.double() / own).to(data.dtype))
         self.strength = strength
+
+    def _init_controlled(
+        self, control: TensorParameter, strength: float | Control, dim: int, rms: float | None
+    ) -> None:
+        """A vector that a tensor control sets live, used as given (``unit`` is the vector,
+        ``rms`` is 1): the RMS of a vector a patch draws may be 0 (the identity)."""
+        owner = type(self).__name__
+        if rms is not None:
+            raise BendingError(
+                f"{owner}: a vector given as tensor control {control.name!r} is used as "
+                f"given (strength * vector); leave rms out, got rms={rms!r}"
+            )
+        self.dim = as_dim(owner, dim)
+        self._rms = None
+        self.rms = 1.0
+        data = control.get()
+        self.register_buffer("vector", data)
+        self.register_buffer("unit", data.clone())
+        self.strength = strength
+        self._controlled["vector"] = control
+        control.attach(self)
+
+    def follow(self, control: BendingParameter) -> None:
+        """Take the new value of ``control``: a tensor control's into the vector."""
+        if isinstance(control, TensorParameter) and control is self._controlled.get("vector"):
+            self.revision += 1
+            with torch.no_grad():
+                self.set_vector(control.get())
+            return
+        super().follow(control)
+
+    @torch.jit.export
+    def set_vector(self, value: torch.Tensor) -> None:
+        """Copy ``value`` (a tensor control's) into ``vector`` and ``unit``, in place:
+        what an exported module's setter calls, scripted."""
+        self.vector.copy_(value)
+        self.unit.copy_(value)
 
     def register_target(
         self, name: str, shape: torch.Size, dtype: torch.dtype, device: torch.device
@@ -164,7 +207,10 @@ class Steer(BendingCallback):
     def extra_repr(self) -> str:
         """The vector's shape (not its values), and the other arguments that differ from
         their defaults (controls by name)."""
-        shown = [f"vector=<{list(self.vector.shape)}>"]
+        vector = self._controlled.get("vector")
+        shown = [
+            f"vector=<{list(self.vector.shape)}>" if vector is None else f"vector={vector.name}"
+        ]
         strength: Any = self._controlled.get("strength", self.strength)
         if isinstance(strength, BendingParameter):
             shown.append(f"strength={strength.name}")
@@ -200,7 +246,9 @@ class Gains(Steer):
     with ``probe="scale"``.
 
     Args:
-        vector: the log-gain direction, a tensor of finite floats, not all zero.
+        vector: the log-gain direction, a tensor of finite floats, not all zero; or a
+            :class:`~torchbend.TensorParameter` that sets it live, used as given: a log-gain
+            per channel, in nepers at ``strength=1`` (zeros: the identity).
         strength: how far to go along it: the exponent's RMS over the channels is
             ``abs(strength) * rms``. May be a control; it ramps along the last axis.
         dim: the axis of the target's channels, where the vector's first axis lies.

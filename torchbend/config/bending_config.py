@@ -10,7 +10,7 @@ from typing import Any
 
 from ..callbacks.base import BendingCallback
 from ..callbacks.bend_options import Guard, Subset, Window
-from ..controls import BendingParameter, Widget, control_of, is_control
+from ..controls import BendingParameter, TensorParameter, Widget, control_of, is_control
 from ..errors import BendingError
 from .callback_codec import callback_dict, callback_from_dict, decode, encode
 from .schema import FORMAT, VERSION, check
@@ -220,7 +220,7 @@ def _control_dict(c: BendingParameter) -> dict[str, Any]:
     widget = c.widget_changes()  # only what differs from the widget derived from the control
     return {
         "name": c.name,
-        "value": c.get(),
+        "value": c.describe()["value"] if isinstance(c, TensorParameter) else c.get(),
         "range": None if c.range is None else list(c.range),
         "clamp": c.clamp,
         "ramp": c.ramp,
@@ -231,6 +231,16 @@ def _control_dict(c: BendingParameter) -> dict[str, Any]:
 def _control_from_dict(d: dict[str, Any]) -> BendingParameter:
     rng = d.get("range")
     widget = d.get("widget")
+    if isinstance(d["value"], list):  # a tensor control: no range, clamp or ramp
+        given = [k for k in ("range", "clamp", "ramp") if d.get(k)]
+        if given:
+            raise BendingError(
+                f"control {d['name']!r} has a list as value (a tensor control), which takes no "
+                f"{', '.join(given)}; leave them out"
+            )
+        return TensorParameter(
+            d["name"], d["value"], widget=None if widget is None else Widget(**widget)
+        )
     return BendingParameter(
         d["name"],
         d["value"],

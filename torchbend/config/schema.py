@@ -59,9 +59,11 @@ SCHEMA: dict[str, Any] = {
                     "description": "a control's name (an identifier)",
                 },
                 "value": {
-                    "type": ["number", "boolean"],
+                    "type": ["number", "boolean", "array"],
                     "format": "finite",
-                    "description": "a finite number or a bool",
+                    "items": {"$ref": "#/$defs/finite"},
+                    "minItems": 1,
+                    "description": "a finite number, a bool or a list of finite numbers",
                 },
                 "range": {
                     "type": ["array", "null"],

@@ -1,4 +1,5 @@
-"""Named live controls: scalars that push their values into the callback arguments they drive."""
+"""Named live controls: numbers (or vectors) that push their values into the callback arguments
+they drive."""
 
 from .bounds import MAX_RAMP, Bound, Number
 from .parameter import (
@@ -9,6 +10,7 @@ from .parameter import (
     control_of,
     is_control,
 )
+from .tensor_control import ControlValue, TensorParameter, checked_tensor
 from .widgets import CURVES, WIDGETS, Widget
 
 __all__ = [
@@ -18,10 +20,13 @@ __all__ = [
     "BendingParameter",
     "Bound",
     "Control",
+    "ControlValue",
     "ControlView",
     "Number",
     "Reader",
+    "TensorParameter",
     "Widget",
+    "checked_tensor",
     "control_of",
     "is_control",
 ]

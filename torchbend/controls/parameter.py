@@ -322,6 +322,8 @@ class ControlView:
                 f"a control view reads a BendingParameter, got {type(control).__name__}: "
                 f"{control!r}"
             )
+        if control.kind == "tensor":
+            control.view()  # refuses: a tensor control does not combine with numbers
         for label, number in (("scale", scale), ("offset", offset)):
             if finite_float(number) is None:
                 raise BendingError(

@@ -32,6 +32,8 @@ __all__ = [
     "int_argument",
     "number_from_text",
     "ramp_along",
+    "resampled",
+    "tensor_from_buffer",
     "viewed",
 ]
 
@@ -183,3 +185,28 @@ def choice_from_text(text: str, choices: List[str]) -> int:  # noqa: UP006 (Torc
     if index < 0 or index >= len(choices):
         return -1
     return int(index)
+
+
+def resampled(values: torch.Tensor, length: int) -> torch.Tensor:
+    """The 1-D ``values`` resampled linearly to ``length`` values, float32: the first and the
+    last values stay first and last, those between are read at evenly spaced positions (a
+    single value fills them all); ``values`` itself, as float32, at its own length."""
+    flat = values.reshape(-1).to(torch.float32)
+    if flat.numel() == length:
+        return flat
+    if flat.numel() == 1:
+        return flat.expand(length).clone()
+    return torch.nn.functional.interpolate(
+        flat[None, None], size=length, mode="linear", align_corners=True
+    )[0, 0]
+
+
+def tensor_from_buffer(values: torch.Tensor, length: int) -> Optional[torch.Tensor]:  # noqa: UP045 (TorchScript)
+    """What a tensor control of ``length`` values takes from a host's buffer (a Pd array, a
+    Max ``buffer~``, ``[channels, frames]`` or ``[frames]``): its first channel resampled
+    linearly to ``length`` (:func:`resampled`); ``None`` for an empty buffer or one holding
+    NaN or infinite values."""
+    first = values[0] if values.dim() > 1 else values
+    if first.numel() == 0 or not bool(torch.isfinite(first).all()):
+        return None
+    return resampled(first, length)

@@ -12,9 +12,10 @@ from .bounds import Number, finite_float
 __all__ = ["CURVES", "WIDGETS", "Widget", "resolve_widget"]
 
 
-WIDGETS = ("knob", "slider", "toggle", "menu", "number")
+WIDGETS = ("knob", "slider", "toggle", "menu", "number", "array")
 """The kinds of :class:`Widget`: a knob, a slider, a toggle (bool controls), a menu (int
-controls, the index of one of its ``choices``) and a number box."""
+controls, the index of one of its ``choices``), a number box and an array (tensor controls:
+a table of values, a Pd array)."""
 
 CURVES = ("linear", "log", "exp")
 """How a widget spreads a control's range over its travel: evenly (``"linear"``); evenly in
@@ -138,7 +139,14 @@ def resolve_widget(
     derived = widget.kind
     if derived is None:
         derived = (
-            "menu" if widget.choices else {"bool": "toggle", "int": "slider"}.get(kind, "knob")
+            "menu"
+            if widget.choices
+            else {"bool": "toggle", "int": "slider", "tensor": "array"}.get(kind, "knob")
+        )
+    if (kind == "tensor") != (derived == "array"):
+        raise BendingError(
+            f"{where}: an array draws tensor controls only, and a tensor control is drawn as "
+            f"an array; {name!r} is a {kind}, got widget kind {derived!r}"
         )
     if kind == "bool" and derived != "toggle":
         raise BendingError(f"{where} is a bool, drawn as a toggle; got widget kind {derived!r}")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from ..callbacks.base import BendingCallback
-from ..controls import BendingParameter
+from ..controls import BendingParameter, ControlValue, TensorParameter
 from ..controls.rules import fade_weight
 from ..errors import BendingError, did_you_mean
 from .bendings import Bending, BendingSet
@@ -50,6 +52,10 @@ class ControlBoard:
     def controllables(self) -> dict[str, BendingParameter]:
         return {name: control for name, (control, _) in self.controls().items()}
 
+    def tensor_controls(self) -> list[str]:
+        """The names of the tensor controls (:class:`~torchbend.TensorParameter`)."""
+        return [name for name, c in self.controllables().items() if isinstance(c, TensorParameter)]
+
     def table(self) -> Table:
         """The controls as a table: value, values taken, clamp, ramp and widget of each."""
         return controls_table(self.controllables().values())
@@ -64,7 +70,7 @@ class ControlBoard:
                     f"(bended.controllables[{control.name!r}]) or give this one another name"
                 )
 
-    def update(self, name: str, value: float | int | bool, ramp: bool = True) -> None:
+    def update(self, name: str, value: ControlValue, ramp: bool = True) -> None:
         controls = self.controls()
         if name not in controls:
             raise BendingError(
@@ -72,7 +78,16 @@ class ControlBoard:
                 + did_you_mean(name, controls)
             )
         control, readers = controls[name]
-        control.set(value, ramp)  # pushes the value into the callbacks (they derive state)
+        # The control pushes the value into the callbacks (they derive state).
+        if isinstance(control, TensorParameter):
+            control.set(value)
+        elif isinstance(value, (torch.Tensor, Sequence)):
+            raise BendingError(
+                f"control {name!r} takes a number, got {type(value).__name__}; tensor controls "
+                f"(tb.TensorParameter) take tensors: {sorted(self.tensor_controls()) or 'none'}"
+            )
+        else:
+            control.set(value, ramp)
         weights = list(dict.fromkeys(w for b in readers for w in b.weights))
         if control.ramping():
             self.ramping[name] = control

@@ -173,17 +173,20 @@ def controls_table(controls: Iterable[BendingParameter]) -> Table:
         kind = widget["kind"]
         if widget["choices"]:
             kind += f" ({', '.join(widget['choices'])})"
-        low, high = d["limits"]
+        low, high = d["limits"] or (None, None)
         values = (
             "True, False"
             if d["type"] == "bool"
             else f"[{_bound(low, '-inf')}, {_bound(high, 'inf')}]"
         )
+        value = d["value"]
+        if d["type"] == "tensor":  # a vector: its length, not its values
+            value, values = f"<{d['length']} values>", "finite floats"
         rows.append(
             [
                 d["name"],
                 d["type"],
-                str(d["value"]) if d["type"] == "bool" else d["value"],
+                str(value) if d["type"] == "bool" else value,
                 values,
                 "yes" if d["clamp"] else "no",
                 d["ramp"],

@@ -6,7 +6,7 @@ import copy
 import math  # noqa: F401  (read by the TorchScript source defined in script())
 import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch import nn
@@ -69,7 +69,7 @@ class ExportedModule(nn.Module):
         graphs: dict[str, nn.Module],
         callbacks: Sequence[nn.Module],
         weights: Sequence[tuple[torch.Tensor, torch.Tensor]],
-        controls: dict[str, float | int | bool],
+        controls: Mapping[str, float | int | bool | torch.Tensor],
         ramps: dict[str, tuple[float, int]] | None = None,
         faded: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None,
         fading: Sequence[str] = (),
@@ -83,7 +83,10 @@ class ExportedModule(nn.Module):
             self.register_buffer(f"tb_weight_base_{k}", base)
             self.register_buffer(f"tb_weight_live_{k}", live)
         for name, value in controls.items():
-            setattr(self, f"tb_control_{name}", value)
+            if isinstance(value, torch.Tensor):  # a tensor control: moves with the module
+                self.register_buffer(f"tb_control_{name}", value)
+            else:
+                setattr(self, f"tb_control_{name}", value)
         # A control's ramp: where it started and how many calls it went (see source.py).
         for name, (start, step) in (ramps or {}).items():
             setattr(self, f"tb_start_{name}", float(start))

@@ -193,7 +193,9 @@ def check_nntilde(path: str | Path) -> NNTildeReport:
     fails, naming the buffer. The report gives the latency at each buffer
     (:meth:`NNTildeReport.latency`). Every attribute listed by
     ``get_attributes()`` must have its ``<name>_params`` buffer, a getter returning a tuple and
-    a setter accepting that value (returning 0).
+    a setter accepting that value (returning 0); every buffer attribute ``NAME#0`` of
+    ``get_buffer_attributes()`` (a tensor control) must name one of type code 5, and the file
+    must have ``set_buffer_attribute``.
 
     Raises:
         ExportError: naming the method or attribute, what was expected and what was got.
@@ -239,6 +241,18 @@ def check_nntilde(path: str | Path) -> NNTildeReport:
         status = getattr(module, f"set_{name}")(*value)
         if status != 0:
             raise ExportError(f"{path}: set_{name}{value} returned {status}, expected 0")
+    buffers = (
+        list(module.get_buffer_attributes()) if hasattr(module, "get_buffer_attributes") else []
+    )
+    for buffer in buffers:  # a tensor control: an attribute of type 5, set from a buffer
+        name = buffer.partition("#")[0]
+        if name not in attributes or getattr(module, f"{name}_params").tolist() != [5]:
+            raise ExportError(
+                f"{path}: buffer attribute {buffer!r} must name an attribute {name!r} of type "
+                "code 5 (a buffer) listed by get_attributes()"
+            )
+        if not hasattr(module, "set_buffer_attribute"):
+            raise ExportError(f"{path}: buffer attribute {buffer!r} has no set_buffer_attribute")
     rate = int(module.get_sample_rate()) if hasattr(module, "get_sample_rate") else None
     least = int(getattr(module, "min_buffer_size", torch.ones(1)).item())
     streaming = check_file_streams(path, params, max(least, higher))

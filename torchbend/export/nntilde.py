@@ -32,6 +32,7 @@ from .contract import (
 from .fifo import append_fifo, fifo_block
 from .plan import ExportPlan
 from .source import contract_source
+from .tensor_attributes import add_buffer_state, buffer_attributes, buffer_source
 from .text_attributes import attribute_type
 from .torchscript import save
 from .verify import check_export
@@ -248,7 +249,9 @@ def nntilde(
     container.latency = delay  # type: ignore[assignment]
     container.fifo_block = block  # type: ignore[assignment]
     plan.latency = {"model": delay, "fifo_block": block, "smallest_buffer": higher}
-    extra = contract_source(plan.methods, list(plan.controls))
+    add_buffer_state(container, plan)
+    extra = contract_source(plan.methods, list(plan.controls), buffer_attributes(plan))
+    extra += buffer_source(plan)
     scripted = script(plan, container, getters="tuple", extra=extra)
     report = _save_checked(scripted, Path(path))
     try:

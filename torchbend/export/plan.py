@@ -12,7 +12,7 @@ import torch
 from ..callbacks.argument import Argument, declared
 from ..callbacks.base import BendingCallback, Chain
 from ..callbacks.seeded import Seeded
-from ..controls import BendingParameter, Control, control_of
+from ..controls import BendingParameter, Control, TensorParameter, control_of
 from ..engine.selfcheck import kept_buffers
 from ..errors import ExportError
 from .arguments import ExportedArgument, method_arguments
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ExportPlan",
     "PlannedControl",
+    "PlannedTensorWrite",
     "PlannedWeight",
     "PlannedWrite",
     "from_silence",
@@ -47,6 +48,19 @@ class PlannedWrite:
     """What drives it: the control, or a view of it."""
 
 
+@dataclass(frozen=True)
+class PlannedTensorWrite:
+    """A vector that a tensor control's setter copies in an exported module (with the
+    callback's scriptable ``set_<name>``)."""
+
+    callback: int
+    """The index of the exported callback."""
+    path: str
+    """Where the callback that holds the vector sits in it (as :attr:`PlannedWrite.path`)."""
+    name: str
+    """The callback's argument the control is given as (``"vector"``)."""
+
+
 @dataclass
 class PlannedControl:
     """A control of the export, and what a change of it must reach."""
@@ -54,6 +68,8 @@ class PlannedControl:
     control: BendingParameter
     writes: list[PlannedWrite] = field(default_factory=list)
     """The arguments to assign on set."""
+    tensor_writes: list[PlannedTensorWrite] = field(default_factory=list)
+    """For a tensor control, the vectors to copy it into on set."""
     weights: list[int] = field(default_factory=list)
     """Indices of the weights bent again on set."""
 
@@ -198,10 +214,19 @@ class ExportPlan:
                 if not isinstance(cb, BendingCallback):
                     continue
                 found = {a: v for a, v in cb.controlled().items() if control_of(v) is control}
+                if isinstance(control, TensorParameter):
+                    for a in found:
+                        if not callable(getattr(type(cb), f"set_{a}", None)):
+                            raise ExportError(
+                                f"tensor control {name!r} drives {a} of {cb!r}, which has no "
+                                f"scriptable set_{a}(value) for an exported module to call"
+                            )
+                    plan.tensor_writes += [PlannedTensorWrite(i, path, a) for a in found]
+                    continue
                 arguments = declared(type(cb))
                 _check_derives(name, cb, [a for a in found if arguments[a].derives])
                 writes += [PlannedWrite(i, path, arguments[a], v) for a, v in found.items()]
-            if not writes:
+            if not writes and not plan.tensor_writes:
                 raise ExportError(
                     f"control {name!r} is read by {leaf!r} other than through one of its "
                     "numeric arguments; the scripted module could not follow it"

@@ -118,6 +118,13 @@ def exportable(
             "recompute; export with controls_as_inputs=False (controls frozen at their values), "
             "or bend activations with them"
         )
+    tensors = sorted(name for name, c in controls.items() if c.kind == "tensor")
+    if tensors:
+        raise ExportError(
+            f"tensor controls {tensors} cannot be inputs of an exported program (its control "
+            "inputs are numbers); export with controls_as_inputs=False (controls frozen at "
+            "their values), or to TorchScript or nn~, whose setters take tensors"
+        )
     clash = sorted(set(controls) & set(kwargs))
     if clash:
         raise ExportError(f"controls {clash} have the names of inputs of {fn}; rename them")

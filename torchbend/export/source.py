@@ -25,6 +25,7 @@ from .arguments import (
 )
 from .metadata import metadata_source
 from .plan import ExportPlan, PlannedControl, PlannedWrite
+from .tensor_attributes import held_source, tensor_control_source
 from .text_attributes import attribute_type, from_text_source, text_getter_value
 
 __all__ = ["contract_source", "methods_source"]
@@ -108,6 +109,8 @@ def _checks(where: str, a: ExportedArgument) -> list[str]:
 
 def _control_source(name: str, c: PlannedControl, getters: str, plan: ExportPlan) -> list[str]:
     control = c.control
+    if control.kind == "tensor":
+        return tensor_control_source(name, c, getters)
     kind = {"float": "float", "int": "int", "bool": "bool"}[control.kind]
     text = getters == "tuple" and attribute_type(control) == "str"
     if text:  # nn~ passes text; Python may pass the value itself
@@ -146,19 +149,11 @@ def _control_source(name: str, c: PlannedControl, getters: str, plan: ExportPlan
     return lines
 
 
-def _held(write: PlannedWrite) -> str:
-    """The scripted callback a write reaches: callback ``write.callback`` of the export, or
-    the one it holds at ``write.path``."""
-    return f"self.tb_callback_{write.callback}.callback" + "".join(
-        f"[{part}]" if part.isdigit() else f".{part}" for part in write.path.split(".") if part
-    )
-
-
 def _assignments(write: PlannedWrite, value: str) -> list[str]:
     """Statements that do what a push of the control, set to ``value`` (a variable), does to
     the argument ``write`` reaches. Scripted callbacks do not ramp while set: the call's start
     and end are the value (``tb_ramp_<control>`` writes them after, for a ramping control)."""
-    held, name = _held(write), write.argument.name
+    held, name = held_source(write), write.argument.name
     lines = [f"{held}.{name} = {_argument_value(write, value)}"]
     if write.argument.ramps:
         now = f"float({held}.{name})"
@@ -265,7 +260,7 @@ def _ramps_source(plan: ExportPlan) -> list[str]:
         ]
         for write in c.writes:
             if write.argument.ramps:
-                held, arg = _held(write), write.argument.name
+                held, arg = held_source(write), write.argument.name
                 start, end = _argument_value(write, "s"), _argument_value(write, "e")
                 lines += [
                     f"    {held}.set_call_range({arg!r}, float({start}), float({end}), "
@@ -338,8 +333,11 @@ def _number(x: float) -> str:
     return repr(float(x)) if math.isfinite(x) else ("math.inf" if x > 0 else "-math.inf")
 
 
-def contract_source(methods: Sequence[str], attributes: Sequence[str]) -> str:
-    """nn~'s contract: the methods and attributes it lists, and the sample rate."""
+def contract_source(
+    methods: Sequence[str], attributes: Sequence[str], buffers: Sequence[str] = ()
+) -> str:
+    """nn~'s contract: the methods, attributes and buffer attributes it lists, and the sample
+    rate."""
     return (
         "\n".join(
             [
@@ -348,7 +346,7 @@ def contract_source(methods: Sequence[str], attributes: Sequence[str]) -> str:
                 "def get_attributes(self) -> List[str]:",
                 f"    return torch.jit.annotate(List[str], {list(attributes)!r})",
                 "def get_buffer_attributes(self) -> List[str]:",
-                "    return torch.jit.annotate(List[str], [])",
+                f"    return torch.jit.annotate(List[str], {list(buffers)!r})",
                 "def get_sample_rate(self) -> int:",
                 "    return self.sr",
                 "def set_sample_rate(self, sample_rate: Optional[int]) -> None:",
@@ -364,5 +362,5 @@ def _derive_source(c: PlannedControl) -> list[str]:
     """In ``set_``, after the control's values are written: ``control_changed()`` of each
     callback that derives state from an argument the control drives (a mask from ``prob``,
     draws from ``seed``), once, as the control's push calls it in Python."""
-    held = dict.fromkeys(_held(write) for write in c.writes if write.argument.derives)
+    held = dict.fromkeys(held_source(write) for write in c.writes if write.argument.derives)
     return [f"    {callback}.control_changed()" for callback in held]

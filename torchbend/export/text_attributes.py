@@ -20,7 +20,10 @@ def attribute_type(control: BendingParameter) -> str:
     :data:`~torchbend.export.nntilde.TYPE_HASH`): ``"str"`` for a bool control and a menu (an
     int control with ``widget.choices``), whose setters read the text a patch sends (nn~ would
     read any number as true for a bool, and no entry's name for an int); else the control's
-    kind."""
+    kind; ``"buffer"`` for a tensor control (a Pd array or a Max ``buffer~``,
+    :mod:`~torchbend.export.tensor_attributes`)."""
+    if control.kind == "tensor":
+        return "buffer"
     if control.kind == "bool" or (control.kind == "int" and control.widget.choices):
         return "str"
     return control.kind

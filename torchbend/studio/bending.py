@@ -52,7 +52,8 @@ class BendingEditor:
             controls = self.bended.controllables
             return {
                 "config": self._config(keys=True),
-                "controls": [_control_json(c) for c in controls.values()],
+                # The page draws numbers: tensor controls are in the configuration only.
+                "controls": [_control_json(c) for c in controls.values() if c.kind != "tensor"],
                 "keys": [b.keys() for b in self.bended.bendings],
                 "undo": len(self.undo_stack),
                 "redo": len(self.redo_stack),
