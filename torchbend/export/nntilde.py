@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import copy
 import io
-import math
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 import torch.fx
@@ -16,7 +15,7 @@ import torch.fx
 from ..audio.safety import Safety, safety_stage
 from ..audio.stream_check import StreamWarning
 from ..bended import BendedModule
-from ..errors import ExportError, TracingError
+from ..errors import ExportError
 from .build import build, script
 from .calls import check_one_graph, default_labels, infer_params, least_buffer
 from .contract import (
@@ -30,6 +29,7 @@ from .contract import (
     refuse_clicks,
 )
 from .fifo import append_fifo, fifo_block
+from .nn_inputs import bended_for_export, checked_labels, checked_params, method_names, whole
 from .plan import ExportPlan
 from .source import contract_source
 from .tensor_attributes import add_buffer_state, buffer_attributes, buffer_source
@@ -151,21 +151,21 @@ def nntilde(
     """
     if clicks not in ("warn", "refuse"):
         raise ExportError(f"clicks must be 'warn' or 'refuse', got {clicks!r}")
-    names = _method_names(methods)
-    params = _checked_params(params)
-    input_labels = _checked_labels(input_labels, "input_labels")
-    output_labels = _checked_labels(output_labels, "output_labels")
+    names = method_names(methods)
+    params = checked_params(params)
+    input_labels = checked_labels(input_labels, "input_labels")
+    output_labels = checked_labels(output_labels, "output_labels")
     if sample_rate is not None:
-        sample_rate = _whole(sample_rate, "sample_rate", MIN_SAMPLE_RATE, MAX_SAMPLE_RATE, "Hz")
+        sample_rate = whole(sample_rate, "sample_rate", MIN_SAMPLE_RATE, MAX_SAMPLE_RATE, "Hz")
     if min_buffer_size is not None:
-        min_buffer_size = _whole(min_buffer_size, "min_buffer_size", 1, MAX_BUFFER_SIZE, "samples")
+        min_buffer_size = whole(min_buffer_size, "min_buffer_size", 1, MAX_BUFFER_SIZE, "samples")
         if not is_power_of_two(min_buffer_size):
             raise ExportError(
                 f"min_buffer_size must be a power of two (nn~ runs buffers of 2**k samples), "
                 f"got {min_buffer_size}"
             )
     overrides = {"params": params, "input_labels": input_labels, "output_labels": output_labels}
-    module = _bended(bended, names, params)
+    module = bended_for_export(bended, names, params)
     if isinstance(module.module, torch.jit.ScriptModule):
         view = module.view()
         if not _activation_keys(view) and safety is False:
@@ -290,102 +290,6 @@ def _append_safety(
     own.reset()
     name = f"tb_method_{method}"
     setattr(container, name, SafeOutput(getattr(container, name), own))
-
-
-def _method_names(methods: Sequence[str] | str | None) -> list[str]:
-    if methods is None:
-        return []
-    if isinstance(methods, str):
-        return [methods]
-    names = list(methods)
-    wrong = [m for m in names if not isinstance(m, str)]
-    if wrong or not names:
-        raise ExportError(f"methods must be names of methods, got {methods!r}")
-    return list(dict.fromkeys(names))
-
-
-def _whole(value: Any, what: str, low: int, high: int, unit: str) -> int:
-    """``value`` as an int in ``[low, high]``, or :class:`ExportError` saying what it got."""
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not number or not math.isfinite(value) or value != int(value):
-        raise ExportError(f"{what} must be a whole number of {unit}, got {value!r}")
-    if not low <= value <= high:
-        raise ExportError(f"{what} must be {low} to {high} {unit}, got {value!r}")
-    return int(value)
-
-
-def _checked_params(
-    params: Mapping[str, Sequence[int]] | None,
-) -> dict[str, list[int]] | None:
-    if params is None:
-        return None
-    checked = {}
-    for method, values in params.items():
-        where = f"params[{method!r}]"
-        if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, torch.Tensor)):
-            raise ExportError(
-                f"{where} must be [in_channels, in_ratio, out_channels, out_ratio], got {values!r}"
-            )
-        items = values.tolist() if isinstance(values, torch.Tensor) else list(values)
-        checked[method] = [_whole(v, where, 1, 2**16, "channels or samples") for v in items]
-    return checked
-
-
-def _checked_labels(
-    labels: Mapping[str, Sequence[str]] | None, what: str
-) -> dict[str, list[str]] | None:
-    if labels is None:
-        return None
-    checked = {}
-    for method, given in labels.items():
-        if isinstance(given, str) or not all(isinstance(g, str) for g in given):
-            raise ExportError(f"{what}[{method!r}] must be a list of strings, got {given!r}")
-        checked[method] = list(given)
-    return checked
-
-
-def _bended(module: Any, methods: Sequence[str], params: Mapping[str, Any] | None) -> BendedModule:
-    """``module`` as a :class:`BendedModule` with its methods traced: a plain module is
-    wrapped and traced on the input its ``params`` declare (a TorchScript file needs none)."""
-    if isinstance(module, BendedModule):
-        return module
-    if isinstance(module, torch.jit.ScriptModule):
-        return BendedModule(module)
-    if not isinstance(module, torch.nn.Module):
-        raise ExportError(
-            f"nntilde exports a tb.BendedModule (or a torch.nn.Module), got {type(module).__name__}"
-        )
-    names = list(methods) or ["forward"]
-    missing = [m for m in names if m not in (params or {})]
-    if missing:
-        example = ", ".join(
-            f"{m!r}: [in_channels, in_ratio, out_channels, out_ratio]" for m in missing
-        )
-        raise ExportError(
-            f"nntilde got a plain {type(module).__name__}, whose input channels it cannot "
-            "know: wrap it (bended = tb.BendedModule(model)) and trace each method on an "
-            f"example [batch, channels, time] input, or pass params={{{example}}}"
-        )
-    # nn~ runs the file buffer by buffer: a model that can stream is traced streaming.
-    set_streaming = getattr(module, "set_streaming", None)
-    if callable(set_streaming):
-        set_streaming(True)
-    bended = BendedModule(module)
-    generator = torch.Generator().manual_seed(0)
-    for method in names:
-        in_channels, in_ratio, _, out_ratio = check_params(method, (params or {})[method])
-        # Batch 2: torch.export fixes sizes of 1; a buffer nn~ gives, of whole frames.
-        size = max(in_ratio, out_ratio, 2048) // in_ratio
-        x = torch.randn(2, in_channels, size, generator=generator)
-        first = bended.view().signature(method).names[0]
-        try:
-            bended.trace(method, **{first: x})  # type: ignore[arg-type]
-        except TracingError as e:
-            raise ExportError(
-                f"nntilde wrapped {type(module).__name__} in a BendedModule, and tracing "
-                f"{method!r} on an input of shape {list(x.shape)} (from params) failed: {e}"
-            ) from e
-    return bended
 
 
 def _save_checked(scripted: torch.jit.ScriptModule, path: Path) -> NNTildeReport:
