@@ -148,14 +148,14 @@ def test_the_nntilde_export_warns_or_refuses_a_model_that_clicks_and_takes_it_co
     params = {"forward": [1, 1, 1, 1]}
     model = built(Centred)
     with pytest.raises(ExportError, match=r"does not stream.*tb\.audio\.make_streaming"):
-        nntilde(model, tmp_path / "plain.ts", params=params, clicks="refuse")
+        nntilde(model, tmp_path / "plain.ts", params=params)  # clicks="refuse"
     assert not (tmp_path / "plain.ts").exists()
     report = nntilde(
         make_streaming(model), tmp_path / "streaming.ts", params=params, clicks="refuse"
     )
     assert [check.verdict for check in report.streaming] == ["exact"]
     with pytest.warns(StreamWarning, match="does not stream"):
-        nntilde(model, tmp_path / "plain.ts", params=params)  # clicks="warn"
+        nntilde(model, tmp_path / "plain.ts", params=params, clicks="warn")
     with pytest.warns(StreamWarning, match="does not stream.*nn~ calls it buffer by buffer"):
         report = check_nntilde(tmp_path / "plain.ts")
     assert [check.verdict for check in report.streaming] == ["differs"]

@@ -11,7 +11,7 @@ class Blowing(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.conv = nn.Conv1d(1, 4, 3, padding=1)
+        self.conv = nn.Conv1d(1, 4, 1)
         self.act = nn.Tanh()
         self.out = nn.Conv1d(4, 1, 1)
 

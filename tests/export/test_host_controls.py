@@ -15,7 +15,7 @@ from torchbend.export.nntilde import TYPE_HASH
 class Net(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.conv = nn.Conv1d(1, 1, 3, padding=1)
+        self.conv = nn.Conv1d(1, 1, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.conv(x))

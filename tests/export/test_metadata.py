@@ -24,7 +24,7 @@ READER = Path(tb.__file__).parent / "export" / "reader.py"
 
 def bended_model() -> tb.BendedModule:
     torch.manual_seed(0)
-    bended = tb.BendedModule(nn.Sequential(nn.Conv1d(1, 2, 3, padding=1), nn.Tanh()))
+    bended = tb.BendedModule(nn.Sequential(nn.Conv1d(1, 2, 1), nn.Tanh()))
     bended.trace(input=torch.randn(1, 1, 64))
     cutoff = tb.BendingParameter(
         "cutoff",

@@ -274,7 +274,7 @@ def test_a_plain_module_needs_params_and_is_then_wrapped(tmp_path):
 class WithOptions(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.conv = nn.Conv1d(1, 2, 3, padding=1)
+        self.conv = nn.Conv1d(1, 2, 1)
 
     def forward(self, x: torch.Tensor, gain: float = 1.0, mask: torch.Tensor | None = None):
         y = self.conv(x) * gain

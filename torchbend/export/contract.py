@@ -340,7 +340,7 @@ def refuse_clicks(report: NNTildeReport, allow: bool = False) -> None:
         elif not check.ok:
             raise ExportError(
                 f"{report.path}: {check.describe(method.name)}; nn~ calls it buffer by "
-                "buffer, so the file is not written (clicks='refuse')"
+                "buffer, so the file is not written (clicks='warn' writes it anyway)"
             )
 
 

@@ -66,7 +66,7 @@ def nntilde(
     output_labels: Mapping[str, Sequence[str]] | None = None,
     min_buffer_size: int | None = None,
     safety: bool | Safety = False,
-    clicks: str = "warn",
+    clicks: str = "refuse",
 ) -> NNTildeReport:
     """Write ``bended`` as an nn~ ``.ts`` file, check it as nn~ will use it, and report.
 
@@ -100,10 +100,10 @@ def nntilde(
     streaming mode before it is traced here, as ``torchbend export`` does. Any file is also
     run on noise in one pass and buffer by buffer (:func:`~torchbend.export.contract.
     check_file_streams`): a model that keeps no state (a convolution stack, a GRU) gives
-    another output buffer by buffer, with a click at every buffer: the export warns
-    (:class:`~torchbend.audio.StreamWarning`, with the size of the difference), or refuses
-    with ``clicks="refuse"``, naming :func:`~torchbend.audio.make_streaming`, which converts
-    such a model.
+    another output buffer by buffer, with a click at every buffer: the export refuses it,
+    with the size of the difference, naming :func:`~torchbend.audio.make_streaming`, which
+    converts such a model (``clicks="warn"`` writes it anyway and warns with a
+    :class:`~torchbend.audio.StreamWarning`).
 
     With ``safety``, each method whose output is audio (``out_ratio`` 1: ``forward``,
     ``decode``) ends with the safety stage of live play (:class:`~torchbend.audio.Safety`,
@@ -139,8 +139,8 @@ def nntilde(
             a :class:`~torchbend.audio.Safety` (at ``sample_rate``) for other settings;
             ``False``: the methods' outputs as they are.
         clicks: what to do with a file whose methods give another output buffer by buffer
-            than in one pass: ``"warn"`` (write it and warn) or ``"refuse"`` (delete it and
-            raise :class:`ExportError`).
+            than in one pass: ``"refuse"`` (delete it and raise :class:`ExportError`, the
+            default) or ``"warn"`` (write it and warn).
 
     Raises:
         ExportError: for a sample rate, buffer size, params or labels out of their bounds

@@ -1,0 +1,54 @@
+"""The nn~ files the README's Python writes (``depth.ts`` with its knob, ``bended.ts`` with its
+``drive``), played in the real nn~ inside Pure Data: as the file is called buffer by buffer,
+with the knob turned from the patch, and as Python renders the bended model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import torchbend as tb
+from tests.pdhost import Message, compare, needs_pd, play
+from tests.test_docs import ROOT, blocks
+
+pytestmark = [needs_pd, pytest.mark.audio]
+
+README = ROOT / "README.md"
+
+
+def readme_block(marker: str) -> str:
+    (code,) = [b.code for b in blocks(README) if marker in b.code]
+    return code
+
+
+@pytest.fixture
+def noise() -> np.ndarray:
+    generator = torch.Generator().manual_seed(0)
+    return (0.3 * torch.randn(1, 16384, generator=generator)).numpy()
+
+
+@pytest.mark.parametrize(
+    ("marker", "file", "knob"),
+    [
+        ('tb.export.nntilde(bended, "depth.ts")', "depth.ts", ("depth", 0.2)),
+        ('tb.export.nntilde(bended, "bended.ts")', "bended.ts", ("drive", 6.0)),
+    ],
+)
+def test_the_readme_files_play_in_pd_with_their_knob(
+    tmp_path, monkeypatch, noise, marker, file, knob
+):
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": "__readme__"}
+    exec(compile(readme_block(marker), str(README), "exec"), namespace)
+    name, value = knob
+    turned = [Message(8000, f"set {name} {value}", lambda f: getattr(f, f"set_{name}")(value))]
+    run = play(tmp_path / file, noise, tmp_path / "pd", buffers=(64, 2048), messages=turned)
+    compare(tmp_path / file, noise, run, messages=turned)
+    bended = namespace["bended"]  # as exported: its knob where the README left it
+    quiet = play(tmp_path / file, noise, tmp_path / "pd-still", buffers=(256,))
+    with torch.no_grad():
+        python = bended(torch.from_numpy(noise)[None])[0].numpy()
+    delay = {row.buffer: row for row in tb.export.latency(tmp_path / file).rows}[256]
+    played = quiet.outputs[256][:, delay.host + delay.fifo :]
+    assert np.abs(played - python[:, : played.shape[-1]]).max() < 1e-5
