@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import torchbend as tb
+from tests.audio.stateless import Centred, Recurrent, WaveNet, built
 from tests.pdhost import Message, compare, needs_pd, play
 from tests.test_docs import ROOT, blocks
 
@@ -52,3 +53,28 @@ def test_the_readme_files_play_in_pd_with_their_knob(
     delay = {row.buffer: row for row in tb.export.latency(tmp_path / file).rows}[256]
     played = quiet.outputs[256][:, delay.host + delay.fifo :]
     assert np.abs(played - python[:, : played.shape[-1]]).max() < 1e-5
+
+
+@pytest.mark.parametrize("kind", [WaveNet, Centred, Recurrent])
+def test_a_model_that_keeps_no_state_plays_in_pd_once_converted(tmp_path, noise, kind):
+    """A user's model without state (a WaveNet-style causal stack with residual adds, a
+    centred-padding stack, a GRU): refused as it is, exported once converted by
+    ``tb.audio.make_streaming``, and in Pd equal to the model's one pass late by nn~'s
+    buffering and the latency the file reports (no click at any buffer)."""
+    model = built(kind)
+    params = {"forward": [1, 1, 1, 1]}
+    with pytest.raises(tb.ExportError, match="does not stream"):
+        tb.export.nntilde(model, tmp_path / "plain.ts", params=params)
+    file = tmp_path / "converted.ts"
+    tb.export.nntilde(tb.audio.make_streaming(model), file, params=params)
+    run = play(file, noise, tmp_path / "pd", buffers=(64, 2048))
+    compare(file, noise, run)
+    with torch.no_grad():
+        offline = model(torch.from_numpy(noise)[None])[0].numpy()
+    rows = {row.buffer: row for row in tb.export.latency(file).rows}
+    for n, row in rows.items():
+        if n in run.outputs:
+            late = row.host + row.fifo + row.model
+            played = run.outputs[n][:, late:]
+            error = np.abs(played - offline[:, : played.shape[-1]]).max()
+            assert error < 1e-5, f"{kind.__name__} at {n}: {error}"
