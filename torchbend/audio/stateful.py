@@ -14,7 +14,21 @@ __all__ = [
     "StatefulLSTM",
     "StreamingConv1d",
     "StreamingConvTranspose1d",
+    "silence_pending",
 ]
+
+
+def silence_pending(x: torch.Tensor, pending: torch.Tensor, skip: int) -> torch.Tensor:
+    """``x`` with its first frames zeroed while they come from before the signal: the
+    ``pending`` such frames left (of ``skip``), counted off as they pass."""
+    if skip <= 0:
+        return x
+    left = int(pending.item())
+    if left > 0:
+        count = min(left, x.shape[-1])
+        x = torch.cat([torch.zeros_like(x[..., :count]), x[..., count:]], -1)
+        pending.sub_(count)
+    return x
 
 
 class StreamingConv1d(nn.Module):
@@ -59,11 +73,7 @@ class StreamingConv1d(nn.Module):
         self.pending.fill_(self.skip)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        pending = int(self.pending.item()) if self.skip > 0 else 0
-        if pending > 0:
-            count = min(pending, x.shape[-1])
-            x = torch.cat([torch.zeros_like(x[..., :count]), x[..., count:]], -1)
-            self.pending.sub_(count)
+        x = silence_pending(x, self.pending, self.skip)
         if self.size > 0:
             if self.cache.shape[0] != x.shape[0] or self.cache.dtype != x.dtype:
                 self.cache = x.new_zeros(x.shape[0], x.shape[1], self.size)
@@ -104,11 +114,7 @@ class StreamingConvTranspose1d(nn.Module):
         self.pending.fill_(self.skip)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        pending = int(self.pending.item()) if self.skip > 0 else 0
-        if pending > 0:
-            count = min(pending, x.shape[-1])
-            x = torch.cat([torch.zeros_like(x[..., :count]), x[..., count:]], -1)
-            self.pending.sub_(count)
+        x = silence_pending(x, self.pending, self.skip)
         conv = self.conv
         y = F.conv_transpose1d(x, conv.weight, None, self.stride, 0, 0, conv.groups)
         length = x.shape[-1] * self.stride
