@@ -1,7 +1,7 @@
 """The figures of docs/hosts.md: the delay of the README's nn~ file at each buffer size, and
 what it costs and gives in the real nn~ inside Pure Data on this machine.
 
-Run: python benchmarks/bench_host.py [--write docs/hosts.md]
+Run: python benchmarks/bench_host.py [--write docs/hosts.md docs/benchmarks.md]
 
 Exports the README's model (``torchbend export tiny_ddsp --format nntilde``), prints
 ``tb.export.latency`` of the file (what ``torchbend check FILE --latency`` prints), then plays
@@ -96,7 +96,7 @@ def cost_lines(file: Path, folder: Path) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--write", type=Path, help="the page whose sections to replace")
+    parser.add_argument("--write", type=Path, nargs="+", help="the pages whose sections to replace")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -110,7 +110,7 @@ def main() -> None:
         for lines in sections.values():
             print("\n".join(lines), end="\n\n")
         if args.write:
-            write_sections([args.write], sections)
+            write_sections(args.write, sections)
 
 
 if __name__ == "__main__":
