@@ -31,7 +31,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 from bench_call import cpu_name, write_sections  # noqa: E402
 
 import torchbend as tb  # noqa: E402
-from tests.pdhost import missing, nn_emulation, play  # noqa: E402
+from tests.pdhost import delays, missing, nn_emulation, play  # noqa: E402
 from torchbend.audio import io  # noqa: E402
 from torchbend.cli import main as torchbend  # noqa: E402
 
@@ -63,7 +63,7 @@ def cost_lines(file: Path, folder: Path) -> list[str]:
     model = tb.models.load("tiny_ddsp").set_streaming(True)
     with torch.no_grad():
         python = tb.audio.Stream(model, block_size=2048).process(torch.from_numpy(voice)).numpy()
-    delays = {row.buffer: row for row in tb.export.latency(file).rows}
+    late = delays(file)
     lines = [
         f"Measured by `python benchmarks/bench_host.py` on {cpu_name()} ({platform.machine()}, "
         f"{os.cpu_count()} cores), Pd 0.53.1 and nn~ 1.6 with one libtorch thread, "
@@ -84,8 +84,7 @@ def cost_lines(file: Path, folder: Path) -> list[str]:
         called = np.abs(played - nn_emulation(file, voice, n)).max()
         in_python = (time.perf_counter() - start) * 1000 / seconds
         torch.set_num_threads(threads)
-        late = delays[n].host + delays[n].fifo
-        streamed = np.abs(played[:, late:] - python[:, : length - late]).max()
+        streamed = np.abs(played[:, late[n] :] - python[:, : length - late[n]]).max()
         in_pd = (run.elapsed_ms or float("nan")) / seconds
         lines.append(
             f"| {n} | {in_pd:.0f} ms | {1000 / in_pd:.1f} | {in_pd / in_python:.2f} "

@@ -65,6 +65,26 @@ def lag(buffer: int) -> int:
     return 2 * buffer - TICK
 
 
+def first_block(sample: int, buffer: int) -> int:
+    """The first block of ``buffer`` samples nn~ starts computing after a message sent before
+    the tick that holds ``sample``."""
+    tick = sample - sample % TICK
+    return -(-(tick + TICK) // buffer) - 1
+
+
+def delays(file: str | Path, model: bool = False) -> dict[int, int]:
+    """Per buffer size, the samples by which Pd's output of ``file`` trails what Python
+    streams: nn~'s buffering and the file's FIFO, as ``tb.export.latency`` reports them (the
+    model's own delay is in both, unless ``model``: then it is counted too)."""
+    from torchbend.export import latency
+
+    return {
+        row.buffer: row.host + row.fifo + (row.model if model else 0)
+        for row in latency(file).rows
+        if row.host is not None
+    }
+
+
 @dataclass(frozen=True)
 class Message:
     """A message to every nn~ object of a run, before the DSP tick that holds ``sample``:
@@ -319,9 +339,7 @@ def nn_emulation(
         for i, m in enumerate(messages):
             if m.apply is None:
                 continue
-            tick = m.sample - m.sample % TICK
-            first = -(-(tick + TICK) // buffer) - 1  # the first block started after it
-            when.setdefault(first - (i in early), []).append(m.apply)
+            when.setdefault(first_block(m.sample, buffer) - (i in early), []).append(m.apply)
         blocks = x.shape[-1] // buffer
         outs = []
         with torch.no_grad():
@@ -386,8 +404,7 @@ def _message_at(
     for i, m in enumerate(messages):
         if i in early or m.apply is None:
             continue
-        tick = m.sample - m.sample % TICK
-        first = -(-(tick + TICK) // buffer) - 1
+        first = first_block(m.sample, buffer)
         if first - 1 <= block <= first:
             return i
     return None

@@ -20,6 +20,7 @@ from tests.pdhost import (
     Message,
     PdRun,
     compare,
+    delays,
     lag,
     needs_pd,
     nn_emulation,
@@ -71,15 +72,13 @@ def test_the_readme_export_plays_in_pd_at_every_buffer_as_python_streams_it(tmp_
     run = play(file, voice, tmp_path / "pd", buffers=BUFFERS)
     compare(file, voice, run)
     python = python_render(torch.from_numpy(voice), specs, block=2048).numpy()
-    delays = {row.buffer: row for row in tb.export.latency(file).rows}
+    late = delays(file)  # what `torchbend check --latency` reports, but the model's own
     for n in BUFFERS:
-        # What Pd plays is Python's stream, late by nn~'s buffering and the file's FIFO (the
-        # delays `torchbend check --latency` reports; the model's own is in both).
-        late = delays[n].host + delays[n].fifo
-        played = run.outputs[n][:, late:]
+        played = run.outputs[n][:, late[n] :]
         error = np.abs(played - python[:, : played.shape[-1]]).max()
         assert error < 1e-4, f"buffer {n}: Pd differs from Python's stream by {error}"
-    assert [delays[n].fifo for n in BUFFERS] == [256, 256] + [0] * 6  # TinyDDSP's hop
+    fifo = {row.buffer: row.fifo for row in tb.export.latency(file).rows}
+    assert [fifo[n] for n in BUFFERS] == [256, 256] + [0] * 6  # TinyDDSP's hop
 
 
 def test_the_file_streams_where_each_buffer_alone_would_click(tmp_path, voice):
@@ -274,10 +273,9 @@ def test_the_studios_export_plays_in_pd_as_the_studio_streams(tmp_path, voice):
     compare(file, voice, run)
     with torch.no_grad():
         python = Stream(studio.bended, block_size=2048).process(torch.from_numpy(voice)).numpy()
-    delays = {row.buffer: row for row in tb.export.latency(file).rows}
+    late = delays(file)
     for n in (64, 2048):
-        late = delays[n].host + delays[n].fifo
-        played = run.outputs[n][:, late:]
+        played = run.outputs[n][:, late[n] :]
         assert np.abs(played - python[:, : played.shape[-1]]).max() < 1e-4
 
 

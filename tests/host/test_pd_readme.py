@@ -10,7 +10,7 @@ import torch
 
 import torchbend as tb
 from tests.audio.stateless import Centred, Recurrent, WaveNet, built
-from tests.pdhost import Message, compare, needs_pd, play
+from tests.pdhost import Message, compare, delays, needs_pd, play
 from tests.test_docs import ROOT, blocks
 
 pytestmark = [needs_pd, pytest.mark.audio]
@@ -50,8 +50,7 @@ def test_the_readme_files_play_in_pd_with_their_knob(
     quiet = play(tmp_path / file, noise, tmp_path / "pd-still", buffers=(256,))
     with torch.no_grad():
         python = bended(torch.from_numpy(noise)[None])[0].numpy()
-    delay = {row.buffer: row for row in tb.export.latency(tmp_path / file).rows}[256]
-    played = quiet.outputs[256][:, delay.host + delay.fifo :]
+    played = quiet.outputs[256][:, delays(tmp_path / file)[256] :]
     assert np.abs(played - python[:, : played.shape[-1]]).max() < 1e-5
 
 
@@ -71,10 +70,8 @@ def test_a_model_that_keeps_no_state_plays_in_pd_once_converted(tmp_path, noise,
     compare(file, noise, run)
     with torch.no_grad():
         offline = model(torch.from_numpy(noise)[None])[0].numpy()
-    rows = {row.buffer: row for row in tb.export.latency(file).rows}
-    for n, row in rows.items():
-        if n in run.outputs:
-            late = row.host + row.fifo + row.model
-            played = run.outputs[n][:, late:]
-            error = np.abs(played - offline[:, : played.shape[-1]]).max()
-            assert error < 1e-5, f"{kind.__name__} at {n}: {error}"
+    late = delays(file, model=True)
+    for n, played in run.outputs.items():
+        played = played[:, late[n] :]
+        error = np.abs(played - offline[:, : played.shape[-1]]).max()
+        assert error < 1e-5, f"{kind.__name__} at {n}: {error}"

@@ -255,7 +255,10 @@ def check_nntilde(path: str | Path) -> NNTildeReport:
             raise ExportError(f"{path}: buffer attribute {buffer!r} has no set_buffer_attribute")
     rate = int(module.get_sample_rate()) if hasattr(module, "get_sample_rate") else None
     least = int(getattr(module, "min_buffer_size", torch.ones(1)).item())
-    streaming = check_file_streams(path, params, max(least, higher))
+    delay, fifo = (int(getattr(module, a, 0)) for a in ("latency", "fifo_block"))
+    declared = getattr(module, "latency", 0)  # the probe shifts by an int latency only
+    shift = declared if isinstance(declared, int) else 0
+    streaming = check_file_streams(path, params, max(least, higher), shift)
     for method, result in zip(names, streaming):
         if not result.ok:
             warnings.warn(
@@ -263,23 +266,23 @@ def check_nntilde(path: str | Path) -> NNTildeReport:
                 StreamWarning,
                 stacklevel=2,
             )
-    delay, fifo = (int(getattr(module, a, 0)) for a in ("latency", "fifo_block"))
     return NNTildeReport(str(path), tuple(methods), tuple(attributes), rate, delay, fifo, streaming)
 
 
 def check_file_streams(
-    path: str | Path, params: Mapping[str, Sequence[int]], least: int
+    path: str | Path, params: Mapping[str, Sequence[int]], least: int, latency: int | None = None
 ) -> tuple[StreamCheck, ...]:
     """Run each method of the file at ``path`` on noise in one pass and buffer by buffer
     (buffers of ``least`` samples or 256, each pass on a fresh load) and compare
     (:func:`~torchbend.audio.stream_check.probe_streaming`): a method that keeps no state
-    from one buffer to the next clicks at every buffer in nn~."""
+    from one buffer to the next clicks at every buffer in nn~. ``latency``: the file's own
+    delay in samples (read from the file when left out)."""
+    if latency is None:
+        declared = getattr(torch.jit.load(str(path)), "latency", 0)
+        latency = declared if isinstance(declared, int) else 0
     checks = []
     for method, values in params.items():
         in_channels, in_ratio = int(values[0]), int(values[1])
-        file = torch.jit.load(str(path))
-        latency = getattr(file, "latency", 0)
-        latency = latency if isinstance(latency, int) else 0
 
         def fresh(method: str = method) -> Any:
             return getattr(torch.jit.load(str(path)), method)

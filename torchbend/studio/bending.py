@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import threading
 import warnings
 from pathlib import Path
@@ -19,13 +18,12 @@ from ..bended import BendedModule
 from ..config import FORMAT, VERSION, BendingConfig
 from ..errors import StudioError, TorchbendError, did_you_mean
 from . import describe
+from .replies import file_name
 
 __all__ = ["HISTORY", "BendingEditor"]
 
 HISTORY = 200
 """Undo steps kept."""
-
-_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class BendingEditor:
@@ -184,11 +182,7 @@ class BendingEditor:
         return data
 
     def _config_path(self, name: Any) -> Path:
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise StudioError(
-                f"a configuration's name is 1 to 64 letters, digits, '-' or '_', got {name!r}"
-            )
-        return self.folder / f"{name}.json"
+        return self.folder / f"{file_name(name, 'a configuration')}.json"
 
     def _config(self, keys: bool) -> dict[str, Any]:
         with warnings.catch_warnings():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,13 +11,12 @@ import torch
 from ..audio.render import trace_audio
 from ..audio.stream import reset_cache
 from ..errors import StudioError, TorchbendError
+from .replies import file_name
 
 if TYPE_CHECKING:
     from .session import Studio
 
 __all__ = ["export_nntilde", "exported_file"]
-
-_FILE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 EXPORT_BLOCK = 4096
 """The length the export traces a model that does not stream on (a whole number of any
@@ -70,8 +68,4 @@ def exported_file(studio: Studio, file: str) -> Path:
 
 
 def _path(studio: Studio, name: Any) -> Path:
-    if not isinstance(name, str) or not _FILE.fullmatch(name):
-        raise StudioError(
-            f"an exported file's name is 1 to 64 letters, digits, '-' or '_', got {name!r}"
-        )
-    return studio.output / "exports" / f"{name}.ts"
+    return studio.output / "exports" / f"{file_name(name, 'an exported file')}.ts"

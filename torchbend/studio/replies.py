@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -139,3 +140,14 @@ EXCEPTION_HANDLERS: dict[Any, Any] = {
     Exception: _failed,
 }
 """The studio's answers to errors, by exception class or HTTP status."""
+
+
+_FILE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def file_name(name: Any, what: str) -> str:
+    """``name`` if it may name a file the studio writes (1 to 64 letters, digits, ``-`` or
+    ``_``), else a :class:`StudioError` saying so of ``what`` ("a configuration")."""
+    if not isinstance(name, str) or not _FILE_NAME.fullmatch(name):
+        raise StudioError(f"{what}'s name is 1 to 64 letters, digits, '-' or '_', got {name!r}")
+    return name

@@ -54,8 +54,6 @@ log = logging.getLogger(__name__)
 RENDERS = 16
 """Renders the page can play (older ones stay in the output folder)."""
 
-_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
 _KINDS = ("input", "unbent", "bended")
 
 
