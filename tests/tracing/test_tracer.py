@@ -15,6 +15,7 @@ from torch import nn
 
 import torchbend as tb
 from torchbend.tracing import BendingTracer, DecisionChanged, TracedGraph, check_decision, is_guard
+from torchbend.tracing.assignments import assign_attribute
 from torchbend.tracing.objects import class_key, rebuild_object
 
 
@@ -255,7 +256,7 @@ def test_traced_values_assigned_to_attributes_do_not_stay_in_the_module():
     assert not hasattr(module, "last")
 
 
-def test_assigning_a_traced_value_to_a_buffer_is_an_error():
+def test_a_buffer_forward_replaces_is_an_assignment_of_the_graph():
     class Assigns(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -266,9 +267,11 @@ def test_assigning_a_traced_value_to_a_buffer_is_an_error():
             return self.state
 
     module = Assigns()
-    with pytest.raises(tb.TracingError, match=r"buffers \['state'\].*in place"):
-        trace(module, x=torch.ones(2))
+    result = trace(module, x=torch.ones(2))
     assert type(module.state) is torch.Tensor and torch.equal(module.state, torch.zeros(2))
+    (assign,) = [n for n in result.nodes if n.target is assign_attribute]
+    assert assign.args[1:3] == ("state", True) and assign.args[3].name == "add"
+    assert is_guard(assign)  # an effect, no activation
 
 
 # -- escapes to Python values ---------------------------------------------------------------------

@@ -1120,6 +1120,26 @@ ATTENTION: list[ZooModel] = [
     ),
 ]
 
+# -- idioms of issue 31 --------------------------------------------------------------------------
+
+STATE: list[ZooModel] = [
+    ZooModel(
+        "LlamaModel(dynamic RoPE)",
+        "transformers",
+        "decoder LLM whose RoPE buffer forward replaces past 8 positions",
+        _hf(
+            "LlamaModel",
+            "LlamaConfig",
+            _tokens,
+            **{
+                **_TINY_DECODER,
+                "max_position_embeddings": 8,
+                "rope_parameters": {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1e4},
+            },
+        ),
+    ),
+]
+
 
 ALL: list[ZooModel] = [
     *TRANSFORMERS,
@@ -1132,6 +1152,7 @@ ALL: list[ZooModel] = [
     *NNAUDIO,
     *EINOPS,
     *ATTENTION,
+    *STATE,
 ]
 
 KNOWN_FAILING: dict[str, str] = {}

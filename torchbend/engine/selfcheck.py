@@ -129,6 +129,25 @@ def first_difference(expected: Any, got: Any) -> str | None:
     return None
 
 
+def buffers_of(root: nn.Module) -> dict[str, torch.Tensor]:
+    """Copies of ``root``'s buffers by path, as a call left them."""
+    return {path: b.detach().clone() for path, b in root.named_buffers(remove_duplicate=False)}
+
+
+def _buffer_difference(
+    expected: dict[str, torch.Tensor], got: dict[str, torch.Tensor]
+) -> str | None:
+    """How a graph's call left the module's buffers otherwise than the module's own call: a
+    buffer forward replaces or updates that the graph does not (or does otherwise)."""
+    for path in expected.keys() | got.keys():
+        if path not in got or path not in expected:
+            return f"buffer {path!r} is {'missing' if path not in got else 'added'} after the call"
+        problem = _tensor_difference(expected[path], got[path])
+        if problem is not None:
+            return f"buffer {path!r} after the call: {problem}"
+    return None
+
+
 def _plain(value: Any) -> Any:
     return value if isinstance(value, (int, float, bool, str, type(None))) else type(value)
 
@@ -200,10 +219,13 @@ class GraphCheck:
             return self.backend.eager(self.root, self.method, clone_inputs(self.inputs))
 
     def run(self) -> None:
-        expected = self.eager()
+        with self.replayed():
+            expected = self.backend.eager(self.root, self.method, clone_inputs(self.inputs))
+            left = buffers_of(self.root)
         try:
             with self.replayed():
                 got = self.graph.forward(*clone_inputs(self.args))
+                problem = _buffer_difference(left, buffers_of(self.root))
         except DecisionChanged as e:
             if self.bent:
                 return
@@ -213,7 +235,7 @@ class GraphCheck:
                 f"decision {step.kind} '{step.name}' at {step.file} otherwise ({e.got!r}) than "
                 f"the module ({e.expected!r}). " + _ADVICE
             ) from None
-        problem = first_difference(expected, got)
+        problem = first_difference(expected, got) or problem
         if problem is not None:
             raise TracingError(
                 f"{self.label}: the traced graph does not compute what the module computes on "

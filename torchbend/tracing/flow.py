@@ -8,6 +8,7 @@ from typing import Any
 
 import torch.fx
 
+from .assignments import assign_attribute
 from .compat import has_side_effect
 
 __all__ = ["READERS", "DecisionChanged", "FlowStep", "check_decision", "is_guard"]
@@ -72,6 +73,6 @@ def check_decision(value: Any, how: str, expected: Any, step: int) -> None:
 
 
 def is_guard(node: torch.fx.Node) -> bool:
-    """Whether ``node`` is a :func:`check_decision`: it runs for its effect, returns nothing,
-    and is no activation."""
-    return node.op == "call_function" and node.target is check_decision
+    """Whether ``node`` is a :func:`check_decision` or an attribute's assignment: it runs for
+    its effect, returns nothing, and is no activation."""
+    return node.op == "call_function" and node.target in (check_decision, assign_attribute)

@@ -9,6 +9,7 @@ import torch
 import torch.fx
 
 from ..errors import TracingError
+from .assignments import is_tensor_like
 from .attributes import is_plain
 
 __all__ = ["kept_attributes", "restore_state"]
@@ -21,38 +22,33 @@ def restore_state(root: torch.nn.Module) -> Iterator[None]:
     """Undo what running ``root`` on example inputs changed: buffers and random generators.
 
     Tracing runs the module once; without this, a call that traces a new graph would update
-    batch-norm statistics and draw random numbers twice, unlike an eager call. Traced values
-    assigned to module attributes are taken back too (they would leak proxies into the module),
-    and assigning one to a buffer is an error: graphs do not record assignments. So is changing
-    a plain attribute (see :func:`kept_attributes`).
+    batch-norm statistics and draw random numbers twice, unlike an eager call. Buffers that
+    forward replaced are put back too (the tracer records the replacement as an assignment
+    its graph makes: see ``assignments.py``); changing a plain attribute is an error (see
+    :func:`kept_attributes`).
     """
     modules = list(root.named_modules(remove_duplicate=False))
     buffers = [
-        (m, f"{prefix}.{name}".lstrip("."), name, b, b.clone())
+        (m, name, b, b.clone())
         for prefix, m in modules
         for name, b in m._buffers.items()
         if b is not None
     ]
-    assigned: list[str] = []
+    names = [(m, set(m._buffers)) for _, m in modules]
     cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     try:
         with kept_attributes(root), torch.random.fork_rng(devices=cuda):
             yield
     finally:
+        for m, before in names:
+            for name in set(m._buffers) - before:  # registered by forward
+                del m._buffers[name]
         with torch.no_grad():
-            for m, qualname, name, b, saved in buffers:
-                if isinstance(m._buffers.get(name), torch.fx.Proxy):
-                    assigned.append(qualname)
+            for m, name, b, saved in buffers:
                 m._buffers[name] = b
                 b.copy_(saved)
                 if b.grad_fn is not None:  # an in-place update from parameters left history
                     b.detach_()
-    if assigned:
-        raise TracingError(
-            f"{type(root).__name__} assigns traced values to its buffers {sorted(set(assigned))} "
-            "in forward: graphs do not record assignments, so their calls would not update them. "
-            "Update the buffers in place instead (self.buf.copy_(new), self.buf.add_(x))."
-        )
 
 
 @contextlib.contextmanager
@@ -63,8 +59,8 @@ def kept_attributes(root: torch.nn.Module) -> Iterator[None]:
     A graph does not record such changes: its calls would not make them, and would keep what
     the run saw (a call counter, a cached length). Leaves (``torchbend_leaf = True``) and
     their submodules raise nothing, since their code runs at every call; what they changed is
-    put back all the same. Traced values assigned to attributes are
-    taken back silently: they are proxies leaking from a trace.
+    put back all the same. Tensors set or replaced (traced values, caches made again) are
+    put back silently: the tracer records them as assignments its graph makes.
     """
     modules = list(root.named_modules(remove_duplicate=False))
     leaves = [f"{prefix}." for prefix, m in modules if getattr(m, "torchbend_leaf", False)]
@@ -76,18 +72,22 @@ def kept_attributes(root: torch.nn.Module) -> Iterator[None]:
         for prefix, m, before in attributes:
             for key, value in list(vars(m).items()):
                 old = before.get(key, _ABSENT)
-                if isinstance(value, torch.fx.Proxy) or (
-                    value is not old and is_plain(value) and not (is_plain(old) and value == old)
-                ):
-                    # a leaf's own code runs at every call of a graph: what it sets, its
-                    # calls set again (put back all the same: tracing is not a call)
-                    leaf = any(f"{prefix}.".startswith(p) for p in leaves)
-                    if not isinstance(value, torch.fx.Proxy) and not leaf:
-                        changed.append(f"{prefix}.{key}".lstrip(".") + f" ({old!r} -> {value!r})")
-                    if old is not _ABSENT:
-                        vars(m)[key] = old
-                    else:
-                        del vars(m)[key]
+                tensor = is_tensor_like(value) or is_tensor_like(old)
+                if value is old or (is_plain(value) and is_plain(old) and value == old):
+                    continue
+                if not (tensor or is_plain(value)):
+                    continue  # a container, an object: not state a graph decides on
+                # A plain value changed is state no graph makes (a call counter); a tensor
+                # set, or replaced (a cache grown), is an assignment the tracer records.
+                # A leaf's own code runs at every call: what it sets, its calls set again.
+                # Either way, it is put back: tracing, or a check, is not a call.
+                leaf = any(f"{prefix}.".startswith(p) for p in leaves)
+                if not tensor and not leaf:
+                    changed.append(f"{prefix}.{key}".lstrip(".") + f" ({old!r} -> {value!r})")
+                if old is not _ABSENT:
+                    vars(m)[key] = old
+                else:
+                    del vars(m)[key]
     if changed:
         raise TracingError(
             f"{type(root).__name__} changes its Python attributes in forward: "

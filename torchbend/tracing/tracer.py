@@ -6,6 +6,7 @@ import inspect
 import linecache
 import math
 import numbers
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
 
@@ -14,6 +15,13 @@ import torch.fx
 from torch.fx.node import Argument, Node
 
 from ..errors import TracingError
+from .assignments import (
+    Assigned,
+    assign_attribute,
+    assigned_since,
+    identity_guards,
+    snapshot,
+)
 from .attributes import module_state, runs_user_code
 from .compat import RootCallTracer, recorded_node, target_name
 from .factories import traced_factories
@@ -85,7 +93,9 @@ class BendingTracer(RootCallTracer):
         self._modules, self.grad_mode_read = {id(root): root}, False
         try:
             with restore_state(root), traced_factories(self), user_inspection(self):
+                before = snapshot(root, self._in_leaf(root))
                 graph = self.trace(root)
+                self._assignments(graph, assigned_since(before))
             outputs = self._finalize(graph)
         finally:
             self._values = {}  # graphs keep no example values
@@ -98,7 +108,7 @@ class BendingTracer(RootCallTracer):
             outputs=outputs,
             runtime_guards=self._runtime_guards,
         )
-        traced.module_state = module_state(self._modules.values())
+        traced.module_state = module_state(self._modules.values()) + identity_guards(root.modules())
         traced.grad_mode = torch.is_grad_enabled() if self.grad_mode_read else None
         return traced
 
@@ -365,6 +375,28 @@ class BendingTracer(RootCallTracer):
         self._values[node] = tensor
         set_record(node, NodeRecord(static=True, shape_deps=frozenset()))
         return node
+
+    def _in_leaf(self, root: torch.nn.Module) -> Callable[[torch.nn.Module, str], bool]:
+        """Whether a module (by path) is a leaf of graphs or inside one."""
+        leaves = [
+            f"{path}."
+            for path, m in root.named_modules(remove_duplicate=False)
+            if path and self.is_leaf_module(m, path)
+        ]
+        return lambda _, path: any(f"{path}.".startswith(p) for p in leaves)
+
+    def _assignments(self, graph: torch.fx.Graph, assigned: list[Assigned]) -> None:
+        """Attributes forward replaced (``self.pe = longer``, ``register_buffer``), assigned
+        by the graph at its end as eager code leaves them; the module is put back as it was
+        (tracing is not a call)."""
+        output = next(n for n in reversed(graph.nodes) if n.op == "output")
+        with graph.inserting_before(output):
+            for a in assigned:
+                args = (*a.arguments(), self.create_arg(a.value))
+                name = "assign_" + re.sub(r"\W", "_", a.label)
+                node = self.create_node("call_function", assign_attribute, args, {}, name)
+                set_record(node, NodeRecord(static=True, shape_deps=frozenset()))
+                a.undo()
 
     # -- after tracing -------------------------------------------------------------------------
 

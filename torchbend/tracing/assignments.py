@@ -1,0 +1,144 @@
+"""Module attributes that forward replaces (a cache grown, a buffer made again): recorded as
+assignments the graph performs, and guarded so that a call after one retraces."""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from .attributes import ModuleState
+from .compat import has_side_effect
+
+__all__ = [
+    "Assigned",
+    "Snapshot",
+    "assign_attribute",
+    "assigned_since",
+    "identity_guards",
+    "is_assignment",
+    "is_tensor_like",
+]
+
+_KEYS: weakref.WeakKeyDictionary[nn.Module, int] = weakref.WeakKeyDictionary()
+_OWNERS: dict[int, weakref.ref[nn.Module]] = {}
+_COUNT = itertools.count()
+_REPLACED: weakref.WeakKeyDictionary[nn.Module, set[tuple[bool, str]]] = weakref.WeakKeyDictionary()
+"""Every attribute some trace saw forward replace, by module: later traces guard on them too."""
+_ABSENT = object()
+
+
+def _owner_key(module: nn.Module) -> int:
+    key = _KEYS.get(module)
+    if key is None:
+        key = _KEYS[module] = next(_COUNT)
+        _OWNERS[key] = weakref.ref(module, lambda _: _OWNERS.pop(key, None))
+    return key
+
+
+@has_side_effect
+def assign_attribute(owner: int, name: str, buffer: bool, value: Any) -> None:
+    """What ``self.<name> = value`` (or ``register_buffer``) in forward did, done by a graph:
+    to the wrapped module itself, as its eager call does."""
+    module = _OWNERS[owner]()
+    if module is None:
+        return
+    if buffer:
+        module._buffers[name] = value
+    else:
+        vars(module)[name] = value
+
+
+def is_assignment(node: torch.fx.Node) -> bool:
+    return node.op == "call_function" and node.target is assign_attribute
+
+
+@dataclass(frozen=True)
+class Assigned:
+    """One attribute forward replaced while tracing."""
+
+    module: nn.Module
+    path: str
+    name: str
+    buffer: bool
+    value: Any
+    previous: Any
+
+    def undo(self) -> None:
+        """Put the attribute back as it was before the trace (buffers: see ``restore_state``)."""
+        if self.buffer:
+            return
+        if self.previous is _ABSENT:
+            del vars(self.module)[self.name]
+        else:
+            vars(self.module)[self.name] = self.previous
+
+    def arguments(self) -> tuple[int, str, bool]:
+        return (_owner_key(self.module), self.name, self.buffer)
+
+    @property
+    def label(self) -> str:
+        return f"{self.path}.{self.name}".lstrip(".")
+
+
+Snapshot = list[tuple[str, nn.Module, dict[str, Any], dict[str, Any]]]
+"""Each module's buffers and attributes, by identity, before a trace."""
+
+
+def is_tensor_like(value: Any) -> bool:
+    """A tensor, or a traced value (which a trace assigns where forward assigns a tensor)."""
+    return isinstance(value, (torch.Tensor, torch.fx.Proxy))
+
+
+def snapshot(root: nn.Module, skip: Callable[[nn.Module, str], bool]) -> Snapshot:
+    """The buffers and tensor attributes of ``root``'s modules, except those ``skip`` names
+    (leaves: their code runs at every call and makes its own assignments)."""
+    return [
+        (path, m, dict(m._buffers), dict(vars(m)))
+        for path, m in root.named_modules(remove_duplicate=False)
+        if not skip(m, path)
+    ]
+
+
+def assigned_since(before: Snapshot) -> list[Assigned]:
+    """The buffers and tensor attributes that now hold another object than in ``before``
+    (traced values or tensors), in module order."""
+    found = []
+    for path, m, buffers, attributes in before:
+        for name, value in m._buffers.items():
+            if value is not buffers.get(name, _ABSENT) and value is not None:
+                found.append(Assigned(m, path, name, True, value, buffers.get(name)))
+        for name, value in vars(m).items():
+            if name.startswith("_") or name in m._buffers:
+                continue
+            old = attributes.get(name, _ABSENT)
+            if value is not old and (is_tensor_like(value) or is_tensor_like(old)):
+                found.append(Assigned(m, path, name, False, value, old))
+    for a in found:
+        _REPLACED.setdefault(a.module, set()).add((a.buffer, a.name))
+    return found
+
+
+def identity_guards(modules: Iterable[nn.Module]) -> tuple[ModuleState, ...]:
+    """For each module whose attributes some trace saw forward replace, a guard on which
+    objects they hold: a graph traced before a replacement is not used after it (its decisions
+    read the old ones), nor one that replaces them again on a call where eager code would not."""
+    guards = []
+    for m in modules:
+        replaced = _REPLACED.get(m)
+        if not replaced:
+            continue
+        keys = sorted(replaced)
+
+        def read(d: dict[str, Any], keys: list[tuple[bool, str]] = keys) -> tuple[int, ...]:
+            return tuple(
+                id(d["_buffers"].get(name) if buffer else d.get(name)) for buffer, name in keys
+            )
+
+        guards.append(ModuleState(weakref.ref(m), read, read(vars(m))))
+    return tuple(guards)
