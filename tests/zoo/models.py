@@ -1122,7 +1122,40 @@ ATTENTION: list[ZooModel] = [
 
 # -- idioms of issue 31 --------------------------------------------------------------------------
 
+
+class _OmniVisionPositions(nn.Module):
+    """Qwen2.5-Omni's 3-D vision positions (transformers' own function: ``torch.Tensor`` of
+    a traced index, sizes read from the grid's values), embedded and projected."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Linear(3, 16)
+        self.out = nn.Linear(16, 8)
+
+    def forward(self, grid_thw: torch.Tensor) -> torch.Tensor:
+        from transformers.models.qwen2_5_omni import modeling_qwen2_5_omni as omni
+
+        t_index = (torch.arange(grid_thw[0, 0]) * 2).long()
+        positions = (
+            omni.Qwen2_5OmniPreTrainedModelForConditionalGeneration.get_llm_pos_ids_for_vision(
+                self, 1, 0, 2, t_index, grid_thw[:, 1], grid_thw[:, 2]
+            )
+        )
+        return self.out(torch.tanh(self.embed(positions.T.float() / 8)))
+
+
+def _omni_positions() -> tuple[nn.Module, Inputs]:
+    torch.manual_seed(0)
+    return _eval(_OmniVisionPositions()), {"grid_thw": torch.tensor([[2, 4, 6]])}
+
+
 STATE: list[ZooModel] = [
+    ZooModel(
+        "Qwen2.5-Omni vision positions",
+        "transformers",
+        "multimodal RoPE positions (legacy torch.Tensor, sizes from values)",
+        _omni_positions,
+    ),
     ZooModel(
         "LlamaModel(dynamic RoPE)",
         "transformers",

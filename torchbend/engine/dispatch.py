@@ -139,6 +139,7 @@ class Entry:
             and [(s.kind, s.name, s.value) for s in result.flow_steps]
             == [(s.kind, s.name, s.value) for s in self.result.flow_steps]
             and result.python_code("self").src == self.graph.python_code("self").src
+            and _same_constants(result.constants, self.result.constants)
         )
 
     def nodes(self, tensors_only: bool) -> list[torch.fx.Node]:
@@ -169,6 +170,14 @@ class Method:
     def key(self) -> str:
         """The name bending keys use for this method's activations."""
         return self.source or self.name
+
+
+def _same_constants(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    """Whether two graphs hold the same constants (a generator's state made from a seed that
+    is a fact, a table made from a size): the same code reads them."""
+    return a.keys() == b.keys() and all(
+        a[k].shape == b[k].shape and a[k].dtype == b[k].dtype and torch.equal(a[k], b[k]) for k in a
+    )
 
 
 def _kind_name(kind: Any) -> str:

@@ -21,7 +21,7 @@ from torch import nn
 from ..errors import TracingError
 from ..tracing import DecisionChanged
 from ..tracing.backends import TracingBackend, call_method
-from ..tracing.state import kept_attributes
+from ..tracing.state import kept_attributes, kept_generators
 from ..tracing.values import clone_inputs, leaves, map_values
 from .dispatch import Entry, Method
 from .protocols import EntryHooks, Replayable
@@ -85,7 +85,7 @@ def own_error(
 def untouched(root: nn.Module, state: RandomState) -> Iterator[None]:
     """Run a block from ``state``, then put back ``root``'s plain attributes and buffers and
     every generator: a run made to check or to explain leaves no trace."""
-    with kept_attributes(root), kept_buffers(root), state.replayed():
+    with kept_attributes(root), kept_buffers(root), kept_generators(root), state.replayed():
         yield
 
 

@@ -15,7 +15,7 @@ from .operations import FACTORIES
 from .swaps import swapped
 from .values import has_proxy
 
-__all__ = ["traced_factories"]
+__all__ = ["generator_at", "legacy_tensor", "traced_factories"]
 
 # Factories taking their size as ``*size`` (``torch.ones(b, c)``) as well as one sequence.
 _VARARG_SIZES = ("zeros", "ones", "empty", "rand", "randn")
@@ -23,7 +23,11 @@ _VARARG_SIZES = ("zeros", "ones", "empty", "rand", "randn")
 # data holding traced ints) before any ``__torch_function__`` runs: they are replaced while
 # tracing by functions that record the call themselves.
 _REPLACED = (*_VARARG_SIZES, "full", "arange", "tensor", "as_tensor", "eye", "linspace")
-_ORIGINALS = {name: getattr(torch, name) for name in (*_REPLACED, "manual_seed")}
+# The legacy constructors (``torch.Tensor([n, m])``, ``torch.FloatTensor([t])``): PyTorch's
+# parser takes a proxy in their data for a sequence and fails, or bakes its value unguarded.
+_LEGACY = ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
+_LEGACY_TYPES = tuple(f"{kind}Tensor" for kind in _LEGACY)
+_ORIGINALS = {name: getattr(torch, name) for name in (*_REPLACED, *_LEGACY_TYPES, "manual_seed")}
 """The functions themselves, as torch has them when no trace runs."""
 
 
@@ -81,6 +85,32 @@ def _is_size(tracer: _Tracer, value: Any) -> bool:
     )
 
 
+def legacy_tensor(name: str, *args: Any) -> torch.Tensor:
+    """``torch.<name>(*args)`` (``Tensor``, ``FloatTensor``...), as a graph calls it."""
+    if name == "Tensor":
+        return torch.Tensor(*args)
+    return _ORIGINALS[name](*args)
+
+
+def _legacy(tracer: _Tracer, name: str) -> Callable[..., Any]:
+    """Legacy constructor ``torch.<name>``, recorded in the graph when its data is traced."""
+    original = _ORIGINALS.get(name)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if name == "Tensor":  # as ``Tensor.__new__(cls, ...)``: subclasses are left alone
+            cls, *args = args  # type: ignore[assignment]
+            if cls is not torch.Tensor or tracer.executing or not has_proxy((args, kwargs)):
+                return _TENSOR_NEW(cls, *args, **kwargs)
+        elif tracer.executing or not has_proxy((args, kwargs)):
+            return original(*args, **kwargs)  # type: ignore[misc]
+        return tracer.create_proxy("call_function", legacy_tensor, (name, *args), kwargs)
+
+    return call
+
+
+_TENSOR_NEW = torch.Tensor.__new__
+
+
 def _seeding(tracer: _Tracer, seed: Callable[..., Any]) -> Callable[..., Any]:
     """``torch.manual_seed``, recorded in the graph: the draws after it depend on it."""
 
@@ -110,5 +140,16 @@ def traced_factories(tracer: _Tracer) -> Iterator[None]:
         swaps.enter_context(
             swapped(torch, "manual_seed", _seeding(tracer, _ORIGINALS["manual_seed"]))
         )
+        for name in _LEGACY_TYPES:
+            swaps.enter_context(swapped(torch, name, _legacy(tracer, name)))
+        swaps.enter_context(swapped(torch.Tensor, "__new__", _legacy(tracer, "Tensor")))
         with _RecordFactories(tracer):
             yield
+
+
+def generator_at(device: str, state: torch.Tensor) -> torch.Generator:
+    """A new generator on ``device`` in ``state``: what a generator made and seeded in forward
+    (``torch.Generator().manual_seed(seed)``) is when a draw reads it, at every call."""
+    generator = torch.Generator(device)
+    generator.set_state(state)
+    return generator

@@ -19,6 +19,7 @@ from .facts import Fact
 from .operations import (
     DATA_SHAPED_FUNCTIONS,
     DATA_SHAPED_METHODS,
+    FACTORIES,
     RANDOM_FACTORIES,
     RANDOM_METHODS,
     SHAPE_ATTRIBUTES,
@@ -85,7 +86,9 @@ def record_call(
     for p, r in zip(proxies, records):
         v = value_of(p.node)
         own: frozenset[Fact] | None
-        if holds_tensor(v):
+        if _size_tensor(kind, target, v, p is proxies[0]):
+            own = r.deps if r.static else None  # ``torch.arange(n)``: sized by its value
+        elif holds_tensor(v):
             own = r.shape_deps
         elif not r.static:
             own = None
@@ -128,6 +131,18 @@ def record_call(
             written,
             dataclasses.replace(before, static=still, deps=deps if still else frozenset()),
         )
+
+
+def _size_tensor(kind: str, target: Any, value: Any, first: bool) -> bool:
+    """Whether ``value`` is a one-number integer tensor given as a size: to a factory
+    (``torch.arange(n)``), or after the tensor to a method (``x.expand(2, n)``)."""
+    if not isinstance(value, torch.Tensor) or value.numel() != 1:
+        return False
+    if value.is_floating_point() or value.is_complex():
+        return False
+    return (kind == "call_function" and target in FACTORIES) or (
+        kind == "call_method" and not first
+    )
 
 
 def _shape_record(

@@ -12,7 +12,7 @@ from ..errors import TracingError
 from .assignments import is_tensor_like
 from .attributes import is_plain
 
-__all__ = ["kept_attributes", "restore_state"]
+__all__ = ["kept_attributes", "kept_generators", "restore_state"]
 
 _ABSENT = object()
 
@@ -37,7 +37,7 @@ def restore_state(root: torch.nn.Module) -> Iterator[None]:
     names = [(m, set(m._buffers)) for _, m in modules]
     cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     try:
-        with kept_attributes(root), torch.random.fork_rng(devices=cuda):
+        with kept_attributes(root), kept_generators(root), torch.random.fork_rng(devices=cuda):
             yield
     finally:
         for m, before in names:
@@ -96,3 +96,18 @@ def kept_attributes(root: torch.nn.Module) -> Iterator[None]:
             "in place (self.calls.add_(1)), or make the module a leaf of graphs "
             "(torchbend_leaf = True) so that its code runs at every call."
         )
+
+
+@contextlib.contextmanager
+def kept_generators(root: torch.nn.Module) -> Iterator[None]:
+    """Put the random generators ``root``'s modules hold (``self.generator``) back in the
+    state they were in: a run made to trace or to check draws nothing a call would miss."""
+    held = {
+        id(v): v for m in root.modules() for v in vars(m).values() if isinstance(v, torch.Generator)
+    }
+    states = [(g, g.get_state()) for g in held.values()]
+    try:
+        yield
+    finally:
+        for g, state in states:
+            g.set_state(state)

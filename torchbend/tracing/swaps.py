@@ -27,6 +27,8 @@ _LOCK = threading.Lock()
 _LOCAL = threading.local()
 _INSTALLED: dict[tuple[int, str], tuple[Callable[..., Any], int]] = {}
 """``(id(owner), name)`` → (the original function, how many swaps are in force)."""
+_OWN: dict[tuple[int, str], bool] = {}
+"""For a class, whether the swapped name was its own attribute (else inherited)."""
 
 
 def _dispatcher(original: Callable[..., Any], slot: str) -> Callable[..., Any]:
@@ -54,6 +56,8 @@ def swapped(owner: Any, name: str, replacement: Callable[..., Any]) -> Iterator[
     with _LOCK:
         original, count = _INSTALLED.get(key, (getattr(owner, name), 0))
         if count == 0:
+            if isinstance(owner, type):
+                _OWN[key] = name in vars(owner)
             setattr(owner, name, _dispatcher(original, slot))
         _INSTALLED[key] = (original, count + 1)
     previous = getattr(_LOCAL, slot, None)
@@ -64,7 +68,9 @@ def swapped(owner: Any, name: str, replacement: Callable[..., Any]) -> Iterator[
         setattr(_LOCAL, slot, previous)
         with _LOCK:
             original, count = _INSTALLED.pop(key)
-            if count == 1:
+            if count == 1 and isinstance(owner, type) and not _OWN.pop(key):
+                delattr(owner, name)  # inherited (``Tensor.__new__``): inherited again
+            elif count == 1:
                 setattr(owner, name, original)
             else:
                 _INSTALLED[key] = (original, count - 1)

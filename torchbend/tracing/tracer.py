@@ -24,7 +24,7 @@ from .assignments import (
 )
 from .attributes import module_state, runs_user_code
 from .compat import RootCallTracer, recorded_node, target_name
-from .factories import traced_factories
+from .factories import generator_at, traced_factories
 from .facts import Fact
 from .flow import READERS, FlowStep, check_decision, is_guard
 from .introspection import decision_file, user_inspection
@@ -55,6 +55,9 @@ class BendingTracer(RootCallTracer):
         on_value: called with each node and its concrete value; returns the value tracing
             continues with (``BendedModule`` bends activations there, so decisions see bent
             values).
+        numbers_as_values: int and float arguments are handed to the code as the numbers
+            they are, each guarded by its value (a graph per value), instead of traced: for
+            code that passes them where only a real number goes (``Generator.manual_seed``).
     """
 
     proxy_buffer_attributes = True
@@ -63,9 +66,11 @@ class BendingTracer(RootCallTracer):
         self,
         leaves: Iterable[type | str] = (),
         on_value: Callable[[Node, Any], Any] | None = None,
+        numbers_as_values: bool = False,
     ) -> None:
         super().__init__(autowrap_modules=(math,))
         self.on_value = on_value
+        self.numbers_as_values = numbers_as_values
         leaves = tuple(leaves)
         self.leaf_types = tuple(x for x in leaves if isinstance(x, type))
         self.leaf_names = frozenset(x for x in leaves if isinstance(x, str))
@@ -161,6 +166,11 @@ class BendingTracer(RootCallTracer):
         if isinstance(a, torch.Tensor) and not isinstance(a, torch.nn.Parameter):
             if a not in self.tensor_attrs and not any(a is b for _, b in self.root.named_buffers()):
                 return self._constant(a)
+        if isinstance(a, torch.Generator) and not self._persistent(a):
+            # Made in forward (it is no attribute, no input): each call makes it anew, in the
+            # state the draw found it in (its seed, when traced, is a fact of the graph).
+            state = self._constant(a.get_state())
+            return self.create_node("call_function", generator_at, (str(a.device), state), {})
         fields = None if isinstance(a, torch.nn.Module) else object_fields(a)
         if fields is not None and has_proxy(fields):
             items, attributes = fields
@@ -287,7 +297,7 @@ class BendingTracer(RootCallTracer):
         if self.on_value is not None and isinstance(value, torch.Tensor):
             value = self._concrete_hook(node, value)
         self._values[node] = value
-        if not is_proxied_input(value):
+        if not is_proxied_input(value) or (self.numbers_as_values and type(value) in (int, float)):
             # ``*args``/``**kwargs`` left empty are no input of the call: nothing to guard.
             deps = frozenset({(name, "value", None)}) if name in self._inputs else frozenset()
             self._concrete_inputs.append(name)
@@ -397,6 +407,16 @@ class BendingTracer(RootCallTracer):
                 node = self.create_node("call_function", assign_attribute, args, {}, name)
                 set_record(node, NodeRecord(static=True, shape_deps=frozenset()))
                 a.undo()
+
+    def _persistent(self, generator: torch.Generator) -> bool:
+        """Whether ``generator`` lives across calls: torch's default one, an input's, or an
+        attribute of a module (draws from it go on where the last call left it)."""
+        if generator is torch.default_generator or any(
+            generator is v for v in self._inputs.values()
+        ):
+            return True
+        assert self.root is not None
+        return any(generator is v for m in self.root.modules() for v in vars(m).values())
 
     # -- after tracing -------------------------------------------------------------------------
 

@@ -31,10 +31,21 @@ class ConcreteBackend:
         inputs: dict[str, Any],
         on_value: ValueHook,
     ) -> TracedGraph:
-        tracer = BendingTracer(self.leaves, on_value)
         if method == "forward" and is_tensordict_module(root):
             root = TensorDictProgram(root)
-        return tracer.trace_method(root, method, clone_inputs(inputs))
+        try:
+            return BendingTracer(self.leaves, on_value).trace_method(
+                root, method, clone_inputs(inputs)
+            )
+        except Exception as e:
+            # A traced number reached code that takes only a real one (C code refuses the
+            # proxy: ``Generator().manual_seed(seed * 7 + 1)``): trace again with numbers
+            # as the values they are, each a fact the graph is guarded by.
+            numbers = any(type(v) in (int, float) for v in inputs.values())
+            if not numbers or "Proxy" not in str(e):
+                raise
+            tracer = BendingTracer(self.leaves, on_value, numbers_as_values=True)
+            return tracer.trace_method(root, method, clone_inputs(inputs))
 
     def eager(self, root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
         return call_method(root, method, inputs)
