@@ -25,7 +25,8 @@ class GrowingTable(nn.Module):
 
     def forward(self, x):
         if x.shape[-1] > self.pe.shape[-1]:
-            self.pe = torch.arange(x.shape[-1]).float().expand(1, 4, -1).clone() / 10
+            table = torch.arange(x.shape[-1], device=x.device).float()
+            self.pe = table.expand(1, 4, -1).clone() / 10
         return self.proj((x + self.pe[..., : x.shape[-1]]).transpose(1, 2))
 
 
@@ -129,3 +130,11 @@ def test_transformers_dynamic_rope_grows_and_resets_its_frequencies_as_eager():
     )
     calls = [{"input_ids": ids} for ids in (long, long, short, long)]
     _calls_match_eager(model, calls, "auto")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_buffer_replaced_in_forward_on_cuda():
+    torch.manual_seed(0)
+    calls = [{"x": x.cuda()} for x in _lengths(16, 16, 8, 20)]
+    _calls_match_eager(GrowingTable().cuda(), calls, "auto")

@@ -7,6 +7,7 @@ a factory (``torch.arange(n)``). Each call must equal eager, with other sizes an
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -98,3 +99,35 @@ def test_sizes_taken_from_tensor_values_are_checked_at_every_call():
         {"grid": torch.tensor([[3, 4, 8]])},
         {"grid": torch.tensor([[2, 6, 6]])},
     )
+
+
+class SeededBySize(nn.Module):
+    """A generator seeded with a size (``min(length, x.shape[1])``, as an ASR dither does)."""
+
+    def forward(self, x, length: int):
+        g = torch.Generator().manual_seed(min(length, x.shape[1]))
+        return x + torch.randn(x.shape, generator=g)
+
+
+def test_a_seed_computed_from_a_size_is_a_fact_of_the_graph():
+    check_calls(
+        SeededBySize,
+        {"x": torch.zeros(2, 4), "length": 9},
+        {"x": torch.zeros(2, 5), "length": 9},
+        {"x": torch.zeros(2, 4), "length": 3},
+    )
+
+
+class SeededOnDevice(nn.Module):
+    """A generator made in forward on the input's device, seeded from an argument."""
+
+    def forward(self, x, seed: int = 3):
+        g = torch.Generator(device=x.device).manual_seed(seed + 1)
+        return x + torch.randn(x.shape, generator=g, device=x.device)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_generator_made_in_forward_on_cuda_is_made_anew_on_cuda():
+    x = torch.zeros(2, 8, device="cuda")
+    check_calls(SeededOnDevice, {"x": x, "seed": 3}, {"x": x, "seed": 3}, {"x": x, "seed": 5})

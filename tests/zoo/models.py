@@ -1144,12 +1144,46 @@ class _OmniVisionPositions(nn.Module):
         return self.out(torch.tanh(self.embed(positions.T.float() / 8)))
 
 
+class _DitheredFrontEnd(nn.Module):
+    """Cohere ASR's dither (transformers' own method: a generator seeded in forward with
+    ``min(length, x.shape[1])``, which is a traced size when the length is longer), then two
+    convolutions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dither = 1e-2
+        self.conv = nn.Conv1d(1, 4, 9, padding=4)
+        self.out = nn.Conv1d(4, 1, 1)
+
+    def forward(self, waveform: torch.Tensor, audio_lengths: torch.Tensor) -> torch.Tensor:
+        from transformers.models.cohere_asr import feature_extraction_cohere_asr as cohere
+
+        dithered = cohere.CohereAsrFeatureExtractor._apply_dither(
+            self, waveform.clone(), audio_lengths
+        )
+        return self.out(torch.tanh(self.conv(dithered.unsqueeze(1))))
+
+
+def _dithered() -> tuple[nn.Module, Inputs]:
+    torch.manual_seed(0)
+    return _eval(_DitheredFrontEnd()), {
+        "waveform": _randn(2, 400),
+        "audio_lengths": torch.tensor([500, 300]),
+    }
+
+
 def _omni_positions() -> tuple[nn.Module, Inputs]:
     torch.manual_seed(0)
     return _eval(_OmniVisionPositions()), {"grid_thw": torch.tensor([[2, 4, 6]])}
 
 
-STATE: list[ZooModel] = [
+IDIOMS: list[ZooModel] = [
+    ZooModel(
+        "Cohere ASR dither",
+        "transformers",
+        "seeded dither (a generator seeded with a traced size) and a front end",
+        _dithered,
+    ),
     ZooModel(
         "Qwen2.5-Omni vision positions",
         "transformers",
@@ -1185,7 +1219,7 @@ ALL: list[ZooModel] = [
     *NNAUDIO,
     *EINOPS,
     *ATTENTION,
-    *STATE,
+    *IDIOMS,
 ]
 
 KNOWN_FAILING: dict[str, str] = {}

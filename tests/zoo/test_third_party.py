@@ -93,6 +93,11 @@ def test_docs_table_lists_the_zoo():
     assert rows == [m.name for m in ALL]
     failures = section.split("Known failures:")[-1] if KNOWN_FAILING else ""
     assert all(f"`{name}`" in failures for name in KNOWN_FAILING)
+    # every model plain torch.export traces, torchbend traces too (issue 31)
+    for line in lines:
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        auto, exported = cells[5], cells[7]
+        assert not exported.startswith("✓") or auto.startswith("✓"), line
 
 
 def _read_by_layers(bended: tb.BendedModule, model: ZooModel, module: torch.nn.Module) -> list[str]:

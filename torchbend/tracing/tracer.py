@@ -55,9 +55,10 @@ class BendingTracer(RootCallTracer):
         on_value: called with each node and its concrete value; returns the value tracing
             continues with (``BendedModule`` bends activations there, so decisions see bent
             values).
-        numbers_as_values: int and float arguments are handed to the code as the numbers
-            they are, each guarded by its value (a graph per value), instead of traced: for
-            code that passes them where only a real number goes (``Generator.manual_seed``).
+        numbers_as_values: int and float arguments, and numbers computed while tracing (a
+            size, a length), are handed to the code as the numbers they are, each guarded (a
+            fact of the inputs, or a check in the graph) instead of traced: for code that
+            passes them where only a real number goes (``Generator.manual_seed``).
     """
 
     proxy_buffer_attributes = True
@@ -219,6 +220,8 @@ class BendingTracer(RootCallTracer):
             # string (``cfg["mode"]``): hand it the value itself, guarding that it stays so.
             self._decide(proxy, "none" if value is None else "str", "value")
             return value
+        if self.numbers_as_values and type(value) in (int, float):
+            return self._decide(proxy, type(value).__name__, "value")  # a guarded number
         return proxy
 
     def _concrete_hook(self, node: Node, value: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +24,8 @@ class ConcreteBackend:
 
     def __init__(self, leaves: Sequence[type | str] = ()) -> None:
         self.leaves = tuple(leaves)
+        self._numbers: weakref.WeakKeyDictionary[nn.Module, set[str]] = weakref.WeakKeyDictionary()
+        """The methods, by module, traced with numbers as values (their code needs them)."""
 
     def trace(
         self,
@@ -33,19 +36,22 @@ class ConcreteBackend:
     ) -> TracedGraph:
         if method == "forward" and is_tensordict_module(root):
             root = TensorDictProgram(root)
-        try:
-            return BendingTracer(self.leaves, on_value).trace_method(
-                root, method, clone_inputs(inputs)
-            )
-        except Exception as e:
-            # A traced number reached code that takes only a real one (C code refuses the
-            # proxy: ``Generator().manual_seed(seed * 7 + 1)``): trace again with numbers
-            # as the values they are, each a fact the graph is guarded by.
-            numbers = any(type(v) in (int, float) for v in inputs.values())
-            if not numbers or "Proxy" not in str(e):
-                raise
-            tracer = BendingTracer(self.leaves, on_value, numbers_as_values=True)
-            return tracer.trace_method(root, method, clone_inputs(inputs))
+        numbers = self._numbers.setdefault(root, set())
+        if method not in numbers:
+            try:
+                return BendingTracer(self.leaves, on_value).trace_method(
+                    root, method, clone_inputs(inputs)
+                )
+            except Exception as e:
+                # A traced number reached code that takes only a real one (C code refuses
+                # the proxy: ``Generator().manual_seed(seed * 7 + 1)``): trace again, and
+                # from now on, with numbers as the values they are, each a guarded fact.
+                if "Proxy" not in str(e):
+                    raise
+        tracer = BendingTracer(self.leaves, on_value, numbers_as_values=True)
+        traced = tracer.trace_method(root, method, clone_inputs(inputs))
+        numbers.add(method)
+        return traced
 
     def eager(self, root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
         return call_method(root, method, inputs)
