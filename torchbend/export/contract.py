@@ -25,7 +25,6 @@ __all__ = [
     "check_method",
     "check_nntilde",
     "check_params",
-    "check_streams",
     "error_summary",
     "refuse_clicks",
 ]
@@ -290,46 +289,6 @@ def check_file_streams(
         block = max(least, 256) // in_ratio
         checks.append(probe_streaming(fresh, block, in_channels, latency // in_ratio))
     return tuple(checks)
-
-
-def check_streams(path: str | Path, params: Mapping[str, Sequence[int]], least: int) -> None:
-    """Check that the file at ``path`` carries state from one buffer to the next, as a model
-    that streams must (nn~ calls it buffer by buffer: without its state, each buffer starts
-    from silence and the output clicks at every buffer).
-
-    Each method of ``params`` is run on fresh loads of the file, on a buffer of ``least``
-    samples or more: alone, and after each of two other buffers. A method whose output on it
-    is the same alone and after either buffer keeps no state, unless its output does not
-    depend on its input at all (a bending that silences it), which leaves nothing to carry.
-    The file passes if one method keeps state. Each call draws from the same seed on every
-    load (the caller's generator is kept), so that random draws are not taken for state.
-
-    Raises:
-        ExportError: no method carries state, naming the fix.
-    """
-    for method, (in_channels, in_ratio, _, _) in params.items():
-        length = max(least, 256) // in_ratio
-        generator = torch.Generator().manual_seed(0)
-        firsts = [torch.randn(1, in_channels, length, generator=generator) for _ in range(2)]
-        second = torch.randn(1, in_channels, length, generator=generator)
-        outputs, heads = [], []  # on ``second``; on each first buffer, from silence
-        for before in [None, *firsts]:
-            file = torch.jit.load(str(path))
-            with torch.random.fork_rng(devices=[]), torch.no_grad():
-                if before is not None:
-                    torch.manual_seed(0)
-                    heads.append(getattr(file, method)(before))
-                torch.manual_seed(1)
-                outputs.append(getattr(file, method)(second))
-        carried = any(not torch.equal(outputs[0], other) for other in outputs[1:])
-        ignored = all(torch.equal(outputs[0], head) for head in heads)
-        if carried or ignored:
-            return
-    raise ExportError(
-        f"{path}: the model has set_streaming, and the file keeps no state from one buffer "
-        f"to the next (methods {list(params)}): nn~ would play it with a click at every "
-        "buffer. Call model.set_streaming(True) before tb.BendedModule(model) and tracing"
-    )
 
 
 def refuse_clicks(report: NNTildeReport, allow: bool = False) -> None:

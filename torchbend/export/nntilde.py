@@ -24,7 +24,6 @@ from .contract import (
     NNTildeReport,
     check_nntilde,
     check_params,
-    check_streams,
     is_power_of_two,
     refuse_clicks,
 )
@@ -94,15 +93,14 @@ def nntilde(
 
     nn~ calls the file buffer by buffer, so a model that can stream (it has
     ``set_streaming``) must be exported streaming: the file starts from silence (the model's
-    ``reset_cache()`` on the exported copy) and must carry its state from one buffer to the
-    next (:func:`~torchbend.export.contract.check_streams`), or the export fails saying to call
-    ``set_streaming(True)`` before tracing. A plain module given ``params`` is put in
-    streaming mode before it is traced here, as ``torchbend export`` does. Any file is also
-    run on noise in one pass and buffer by buffer (:func:`~torchbend.export.contract.
-    check_file_streams`): a model that keeps no state (a convolution stack, a GRU) gives
-    another output buffer by buffer, with a click at every buffer: the export refuses it,
-    with the size of the difference, naming :func:`~torchbend.audio.make_streaming`, which
-    converts such a model (``clicks="warn"`` writes it anyway and warns with a
+    ``reset_cache()`` on the exported copy) and carries its state from one buffer to the
+    next. A plain module given ``params`` is put in streaming mode before it is traced here,
+    as ``torchbend export`` does. Every file is run on noise in one pass and buffer by buffer
+    (:func:`~torchbend.export.contract.check_file_streams`): a model that keeps no state (a
+    convolution stack, a GRU, a streaming model traced offline) gives another output buffer by
+    buffer, with a click at every buffer: the export refuses it, with the size of the
+    difference, naming ``set_streaming(True)`` and :func:`~torchbend.audio.make_streaming`,
+    which converts such a model (``clicks="warn"`` writes it anyway and warns with a
     :class:`~torchbend.audio.StreamWarning`).
 
     With ``safety``, each method whose output is audio (``out_ratio`` 1: ``forward``,
@@ -255,8 +253,6 @@ def nntilde(
     scripted = script(plan, container, getters="tuple", extra=extra)
     report = _save_checked(scripted, Path(path))
     try:
-        if callable(getattr(module.module, "set_streaming", None)):
-            check_streams(path, method_params, least)
         refuse_clicks(report, clicks == "warn")
     except ExportError:
         Path(path).unlink(missing_ok=True)
