@@ -138,3 +138,13 @@ def test_a_buffer_replaced_in_forward_on_cuda():
     torch.manual_seed(0)
     calls = [{"x": x.cuda()} for x in _lengths(16, 16, 8, 20)]
     _calls_match_eager(GrowingTable().cuda(), calls, "auto")
+
+
+def test_an_export_says_the_file_does_not_replace_the_buffer(tmp_path):
+    (x16,) = _lengths(16)
+    bended = tb.BendedModule(GrowingTable())
+    bended.trace(x=x16)
+    with pytest.warns(UserWarning, match=r"forward replaces \['pe'\]"):
+        tb.export.torchscript(bended, tmp_path / "table.ts")
+    file = torch.jit.load(str(tmp_path / "table.ts"))
+    assert torch.allclose(file(x16), bended(x16), atol=1e-6)

@@ -131,3 +131,16 @@ class SeededOnDevice(nn.Module):
 def test_a_generator_made_in_forward_on_cuda_is_made_anew_on_cuda():
     x = torch.zeros(2, 8, device="cuda")
     check_calls(SeededOnDevice, {"x": x, "seed": 3}, {"x": x, "seed": 3}, {"x": x, "seed": 5})
+
+
+def test_exports_name_the_idioms_torchscript_has_no_form_of(tmp_path):
+    import torchbend as tb
+
+    legacy = tb.BendedModule(LegacySizes())
+    legacy.trace(x=torch.randn(2, 3))
+    with pytest.raises(tb.ExportError, match=r"legacy constructor .*node 'legacy_tensor'"):
+        tb.export.torchscript(legacy, tmp_path / "legacy.ts")
+    seeded = tb.BendedModule(SeededInForward())
+    seeded.trace(x=torch.randn(2, 4), seed=3)
+    with pytest.raises(tb.ExportError, match=r"random generator in forward"):
+        tb.export.torchscript(seeded, tmp_path / "seeded.ts")

@@ -182,6 +182,9 @@ class Engine:
         else:
             applied = shaping(callback, given, self.guard)
         self.board.check(applied)
+        device = next((t.device for t in self.module.parameters()), None)
+        if device is not None and any(b.device != device for b in applied.buffers()):
+            applied.to(device)  # bent after the model moved: the callback follows it
         originals = {w: self.weights.original(w) for w in selection.weights}
         bending = self.bendings.add(
             applied, patterns, fns, selection, originals, expanded, given, callback

@@ -16,6 +16,7 @@ from ..controls import rules  # noqa: F401  (called by the TorchScript source sc
 from ..engine.folding import fold_slots
 from ..engine.rewriting import ActivationSlot, build_graph_module, graph_module_record
 from ..errors import ExportError
+from ..tracing.factories import generator_at, legacy_tensor
 from ..tracing.surgery import strip_guards
 from .contract import error_summary
 from .plan import ExportPlan, leaves, start_from_silence
@@ -176,13 +177,29 @@ def _graph(
     # The export runs without autograd on weights of its own: static channel bendings are
     # folded into the layers that read them, as bended graphs do when streaming.
     fold_slots(gm, view)
-    guards = strip_guards(gm.graph)
-    if guards:
+    guards, assigned = strip_guards(gm.graph)
+    if guards or assigned:
         gm.recompile()
+    if guards:
         warnings.warn(
             f"{method}: {guards} decision(s) read from tensor values are not checked in "
             "the exported module; it always takes the branches taken when traced",
             stacklevel=4,
+        )
+    if assigned:
+        warnings.warn(
+            f"{method}: forward replaces {sorted(set(assigned))} (a cache made again); the "
+            "exported module does not, and computes as the graph traced, from the values "
+            "the trace made",
+            stacklevel=4,
+        )
+    unscriptable = [n for n in gm.graph.nodes if n.target in _PYTHON_ONLY]
+    if unscriptable:
+        raise ExportError(
+            f"TorchScript cannot compile the bended graph of {method!r} of "
+            f"{plan.bended.owner}: it {_PYTHON_ONLY[unscriptable[0].target]} "
+            f"(node {unscriptable[0].name!r}), which only Python runs. Bended calls run it; "
+            "to export, change the model's code as the message says."
         )
     try:
         return _script(gm)
@@ -192,6 +209,15 @@ def _graph(
             f"{plan.bended.owner}: {error_summary(e)}. Methods must take and "
             "return tensors (or tuples and lists of them)."
         ) from e
+
+
+_PYTHON_ONLY = {
+    legacy_tensor: "builds a tensor with a legacy constructor (torch.Tensor([...]), "
+    "torch.FloatTensor(...)): write torch.tensor(data, dtype=...) or x.float()",
+    generator_at: "makes a random generator in forward (torch.Generator().manual_seed(...)): "
+    "draw with torch.manual_seed or without a generator",
+}
+"""Graph calls that torchbend records for Python idioms TorchScript has no form of."""
 
 
 def script(

@@ -12,6 +12,7 @@ from collections.abc import Collection, Iterable
 
 import torch.fx
 
+from .assignments import is_assignment
 from .compat import copy_codegen
 from .flow import is_guard
 
@@ -182,11 +183,13 @@ def decisions_only(graph: torch.fx.Graph, name: str) -> list[torch.fx.Node] | No
     return guards
 
 
-def strip_guards(graph: torch.fx.Graph) -> int:
+def strip_guards(graph: torch.fx.Graph) -> tuple[int, list[str]]:
     """Remove from ``graph`` itself the checks of data-dependent decisions, so that it always
-    takes the branches taken when traced (exported programs cannot branch on tensor values).
-    Returns how many were removed."""
+    takes the branches taken when traced (exported programs cannot branch on tensor values),
+    and the attributes it assigns (a file holds no module of the user's to update). Returns
+    how many checks were removed, and the attributes no longer assigned."""
     guards = [n for n in graph.nodes if is_guard(n)]
+    assigned = [str(n.args[1]) for n in guards if is_assignment(n)]
     for node in reversed(guards):
         graph.erase_node(node)
-    return len(guards)
+    return len(guards) - len(assigned), assigned
