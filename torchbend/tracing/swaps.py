@@ -41,7 +41,27 @@ def _dispatcher(original: Callable[..., Any], slot: str) -> Callable[..., Any]:
             return original(*args, **kwargs)
         return replacement(*args, **kwargs)
 
+    if isinstance(original, type):
+        return _standing_in(original, dispatch)
     return functools.update_wrapper(dispatch, original)
+
+
+def _standing_in(original: type, dispatch: Callable[..., Any]) -> type:
+    """A class that calls ``dispatch`` when called, and that ``isinstance`` and
+    ``issubclass`` answer for as for ``original`` (``torch.FloatTensor``: TorchScript's
+    annotation parser and user code test classes against it)."""
+
+    class Swapped(type):
+        def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+            return dispatch(*args, **kwargs)
+
+        def __instancecheck__(cls, obj: Any) -> bool:
+            return isinstance(obj, original)
+
+        def __subclasscheck__(cls, sub: type) -> bool:
+            return issubclass(sub, original)
+
+    return Swapped(original.__name__, (), {"__module__": original.__module__})
 
 
 @contextlib.contextmanager
