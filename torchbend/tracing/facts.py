@@ -14,7 +14,8 @@ __all__ = ["Fact", "describe_fact", "fact_reader", "kind_of", "signature_of"]
 Fact = tuple[str, str, int | None]
 """``(input name, what, index)``: ``what`` is ``shape`` (``index`` a dim, or ``None`` for the
 whole shape), ``dtype``, ``ndim``, ``device``, ``value`` (a scalar argument) or ``sig``
-(the whole structure of a container argument)."""
+(the whole structure of a container argument) or ``layout`` (a tensor's strides, which
+TorchScript files may read)."""
 
 _MISSING = object()
 _PLAIN = frozenset({type(None), bool, int, float, str})
@@ -74,6 +75,8 @@ def fact_reader(fact: Fact) -> Callable[[Mapping[str, Any]], Any]:
         return lambda inputs: inputs[name].ndim
     if what == "device":
         return lambda inputs: inputs[name].device
+    if what == "layout":
+        return lambda inputs: inputs[name].stride()
     if what in ("value", "sig"):
         return lambda inputs: signature_of(inputs[name])
     raise AssertionError(f"unknown fact {fact}")

@@ -15,6 +15,7 @@ from ..attributes import ModuleState
 from ..objects import attribute_at
 from ..records import TracedGraph
 from ..script import Convertible, attribute_reader
+from ..specialize import Specialized
 from .program_graph import program_guards, quiet, rebuild_program, signature_facts, summary
 from .protocol import ValueHook
 
@@ -40,25 +41,43 @@ class TorchScriptBackend:
         owner = f"{self.module.original_name}.{method}"
         from ..compat import ts_converter as TS2EPConverter  # private: see tracing/compat.py
 
+        names = list(inputs)
+        flow = None
         try:
             prepared = Convertible(self.module, method)
+            # Branches and loops the converter cannot take, settled as the example takes
+            # them; the sizes they read become facts. Files without any keep their graphs.
+            flow = prepared.settle_flow(names, tuple(inputs.values()))
+            if flow is not None and flow.refused is not None:
+                prepared = Convertible(self.module, method)  # the half-settled graph goes
+            dropped = set(flow.dropped) if flow is not None and flow.refused is None else set()
+            leaves = [n for i, n in enumerate(names) if i not in dropped]  # None: no argument
             with warnings.catch_warnings(), quiet():
                 warnings.simplefilter("ignore")  # "Manually populate ... into state_dict"
-                program = TS2EPConverter(prepared.holder, tuple(inputs.values())).convert()
+                values = tuple(inputs[n] for n in leaves)
+                program = TS2EPConverter(prepared.holder, values).convert()
+        except TracingError:
+            raise
         except Exception as e:
             raise TracingError(
                 f"torch could not convert TorchScript {owner} to a graph: {summary(e)}"
+                + _flow_note(flow)
             ) from e
         gm = program.module()
-        names = list(inputs)
-        graph, constants = rebuild_program(gm, root, program.call_spec.out_spec, names)
-        # The converter exports with symbolic sizes too: its guards say where the graph holds.
-        plain = all(isinstance(v, (torch.Tensor, bool, int, float)) for v in inputs.values())
-        facts, accepts = (
-            program_guards(gm, names, names) if plain else (signature_facts(names), None)
+        graph, constants = rebuild_program(
+            gm, root, program.call_spec.out_spec, leaves, [inputs[n] for n in leaves]
         )
+        # The converter exports with symbolic sizes too: its guards say where the graph holds.
+        plain = all(isinstance(inputs[n], (torch.Tensor, bool, int, float)) for n in leaves)
+        facts, accepts = (
+            program_guards(gm, names, leaves) if plain else (signature_facts(names), None)
+        )
+        if flow is not None and flow.refused is None:
+            facts = (*facts, *sorted(flow.facts - set(facts), key=str))
         traced = TracedGraph(graph, constants, [], facts)
         traced.accepts = accepts
+        if flow is not None and flow.grad_mode:
+            traced.grad_mode = torch.is_grad_enabled()
         # The file's plain attributes the graph baked in (its setters may change them).
         traced.module_state = (_script_state(self.module, prepared.attributes),)
         return traced
@@ -84,6 +103,17 @@ class TorchScriptBackend:
             with torch.no_grad():
                 for p, saved in swapped:
                     p.copy_(saved)
+
+
+def _flow_note(flow: Specialized | None) -> str:
+    """What of the method's control flow was left to the converter, for its error."""
+    if flow is None:
+        return ""
+    if flow.refused is not None:
+        return f" (its branches could not be settled on the example: {flow.refused})"
+    if flow.kept:
+        return f" (decisions on tensor data are left to it: {', '.join(flow.kept[:3])})"
+    return ""
 
 
 def _script_state(module: torch.jit.ScriptModule, paths: tuple[str, ...]) -> ModuleState:
