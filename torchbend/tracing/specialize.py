@@ -15,15 +15,24 @@ differs in one of them traces again.
 
 from __future__ import annotations
 
-import math
-import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from ..errors import TracingError
 from .facts import Fact
+from .script_ops import (
+    LAYOUT,
+    META,
+    MUTATING,
+    STRUCTURAL,
+    Refused,
+    all_nodes,
+    evaluate,
+    holds_tensor,
+    where,
+)
 
 __all__ = ["Specialized", "specialize"]
 
@@ -37,41 +46,6 @@ MAX_TURNS = 4096
 """The most turns of a loop unrolled; a longer loop is refused."""
 
 Taint = frozenset[Fact]
-
-# Ops reading a tensor's metadata, not its data: their result holds while the facts of the
-# tensor's metadata hold.
-_META = frozenset(
-    {
-        "aten::size", "aten::dim", "aten::len", "aten::numel", "aten::is_floating_point",
-        "aten::is_complex", "aten::stride", "aten::is_contiguous", "aten::sym_size",
-        "prim::dtype", "prim::device", "prim::layout", "prim::is_cuda", "prim::is_nested",
-        "prim::is_sparse", "prim::is_mkldnn", "prim::is_quantized", "prim::is_meta",
-        "prim::requires_grad", "aten::get_device",
-    }
-)  # fmt: skip
-_LAYOUT = frozenset({"aten::stride", "aten::is_contiguous"})
-_TENSOR_PROPERTIES = {
-    "prim::dtype": lambda t: _DTYPE_CODES[t.dtype],
-    "prim::device": lambda t: t.device,
-    "prim::layout": lambda t: t.layout,
-    "prim::is_cuda": lambda t: t.is_cuda,
-    "prim::is_nested": lambda t: t.is_nested,
-    "prim::is_sparse": lambda t: t.is_sparse,
-    "prim::is_mkldnn": lambda t: t.is_mkldnn,
-    "prim::is_quantized": lambda t: t.is_quantized,
-    "prim::is_meta": lambda t: t.is_meta,
-    "prim::requires_grad": lambda t: t.requires_grad,
-}
-_DTYPES = (
-    torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
-    torch.float32, torch.float64, torch.complex32, torch.complex64, torch.complex128,
-    torch.bool, torch.qint8, torch.quint8, torch.qint32, torch.bfloat16,
-)  # fmt: skip
-_DTYPE_CODES = {dtype: code for code, dtype in enumerate(_DTYPES)}  # TorchScript's ScalarType
-
-
-class _Refused(Exception):
-    """A node :func:`specialize` cannot run: the graph is left to the converter as it was."""
 
 
 class Specialized:
@@ -96,7 +70,7 @@ class Specialized:
 
 
 def specialize(
-    graph: torch.Graph, module: Any, names: Sequence[str], inputs: Sequence[Any]
+    graph: Any, module: Any, names: Sequence[str], inputs: Sequence[Any]
 ) -> Specialized:
     """Settle, in place, the ``prim::If`` and ``prim::Loop`` nodes of ``graph`` (the inlined
     graph of a method of ``module``, whose arguments are ``names``) that the example
@@ -113,7 +87,7 @@ def specialize(
     try:
         with torch.no_grad():  # the grad mode the method reads is the caller's (run.grad)
             run.block(graph.block(), edit=True)
-    except _Refused as e:
+    except Refused as e:
         run.result.refused = str(e)
         return run.result
     run.result.dropped = _narrow_inputs(graph, inputs)
@@ -121,17 +95,17 @@ def specialize(
     return run.result
 
 
-def _drop_dead_mutations(graph: torch.Graph) -> None:
+def _drop_dead_mutations(graph: Any) -> None:
     """Remove the mutations of lists nothing reads any more (their reads were folded)."""
     changed = True
     while changed:
         changed = False
-        for node in list(_all_nodes(graph.block())):
-            if node.kind() not in _MUTATING and node.kind() != "aten::pop":
+        for node in list(all_nodes(graph.block())):
+            if node.kind() not in MUTATING and node.kind() != "aten::pop":
                 continue
-            target = list(node.inputs())[0]
+            target = next(iter(node.inputs()))
             readers = [u.user for u in target.uses()]
-            if any(r.kind() not in _MUTATING and r.kind() != "aten::pop" for r in readers):
+            if any(r.kind() not in MUTATING and r.kind() != "aten::pop" for r in readers):
                 continue
             if any(o.uses() for o in node.outputs()):
                 continue
@@ -139,7 +113,7 @@ def _drop_dead_mutations(graph: torch.Graph) -> None:
             changed = True
 
 
-def _narrow_inputs(graph: torch.Graph, inputs: Sequence[Any]) -> list[int]:
+def _narrow_inputs(graph: Any, inputs: Sequence[Any]) -> list[int]:
     """Type each optional argument of ``graph`` as its example is (every call is guarded on
     its arguments' kinds), casts to those types made no-ops, and the arguments that are
     ``None`` replaced by a constant and removed; returns the positions of those (from 0,
@@ -155,22 +129,15 @@ def _narrow_inputs(graph: torch.Graph, inputs: Sequence[Any]) -> list[int]:
             dropped.append(i)
         elif isinstance(kind, torch.OptionalType):
             param.setType(kind.getElementType())
-    for node in list(_all_nodes(graph.block())):
+    for node in list(all_nodes(graph.block())):
         if node.kind() == "prim::unchecked_cast":
-            source = list(node.inputs())[0]
+            source = next(iter(node.inputs()))
             if source.type() == node.output().type():
                 node.output().replaceAllUsesWith(source)
                 node.destroy()
     for i in reversed(dropped):
         graph.eraseInput(i + 1)
     return dropped
-
-
-def _all_nodes(block: Any) -> Any:
-    for node in list(block.nodes()):
-        for inner in node.blocks():
-            yield from _all_nodes(inner)
-        yield node
 
 
 def _copy(value: Any) -> Any:
@@ -196,7 +163,7 @@ def _input_taint(name: str, value: Any) -> Taint:
 class _Run:
     """One run of a TorchScript graph on concrete values, each with its taint."""
 
-    def __init__(self, graph: torch.Graph, module: Any) -> None:
+    def __init__(self, graph: Any, module: Any) -> None:
         self.graph = graph
         self.values: dict[int, Any] = {}
         self.taints: dict[int, Taint] = {}
@@ -228,29 +195,31 @@ class _Run:
         if kind == "prim::Loop":
             return self.loop(node, edit)
         inputs = list(node.inputs())
-        if edit and kind not in _MUTATING and kind != "aten::pop":
+        if edit and kind not in MUTATING and kind != "aten::pop":
             inputs = self._fold_lists(node, inputs)
         args = [self.get(v) for v in inputs]
         taint = frozenset().union(*(self.taint(v) for v in inputs))
-        outputs = _evaluate(self, node, args)
-        if kind in _META and inputs:
+        outputs = evaluate(self, node, args)
+        if kind in META and inputs:
             taint = self._meta_taint(node, inputs, taint)
-        elif any(_holds_tensor(a) for a in args) and not all(
-            _holds_tensor(o) for o in outputs
-        ) and kind not in _STRUCTURAL:
+        elif (
+            any(holds_tensor(a) for a in args)
+            and not all(holds_tensor(o) for o in outputs)
+            and kind not in STRUCTURAL
+        ):
             taint = taint | {DATA}
         if kind == "aten::is_grad_enabled":
             taint = taint | {GRAD}
         for value, concrete in zip(node.outputs(), outputs):
             self.set(value, concrete, taint)
-        if edit and kind == "aten::pop" and DATA not in taint and not _holds_tensor(outputs):
+        if edit and kind == "aten::pop" and DATA not in taint and not holds_tensor(outputs):
             # what ``pop`` takes from a list of sizes, as a constant: the list goes
             with self.graph.insert_point_guard(node):
                 constant = self.graph.insertConstant(outputs[0])
             self.set(constant, outputs[0], taint)
             self.result.read(taint)
             node.output().replaceAllUsesWith(constant)
-        if kind in _MUTATING and inputs:  # the list now holds what was added
+        if kind in MUTATING and inputs:  # the list now holds what was added
             target = inputs[0]
             self.taints[target.unique()] = self.taint(target) | taint
         return list(node.outputs())
@@ -264,7 +233,7 @@ class _Run:
             concrete = self.get(value)
             if not isinstance(kind, torch.ListType) or DATA in self.taint(value):
                 continue
-            if not isinstance(concrete, list) or _holds_tensor(concrete):
+            if not isinstance(concrete, list) or holds_tensor(concrete):
                 continue
             if value.node().kind() in ("prim::Constant", "prim::ListConstruct"):
                 continue
@@ -288,25 +257,25 @@ class _Run:
                 return frozenset({(name, "shape", int(self.get(inputs[1])))})
             if kind in ("aten::dim", "prim::dtype"):
                 return frozenset()
-            if kind in _LAYOUT:
+            if kind in LAYOUT:
                 return taint | {(name, "layout", None)}
             return taint
-        if kind in _LAYOUT:  # an intermediate's strides follow its inputs' layouts
+        if kind in LAYOUT:  # an intermediate's strides follow its inputs' layouts
             return taint | {(n, "layout", None) for n, what, _ in taint if what == "shape"}
         return taint
 
     def branch(self, node: torch.Node, edit: bool) -> list[torch.Value]:
-        condition = list(node.inputs())[0]
+        condition = next(iter(node.inputs()))
         taken = 0 if self.get(condition) else 1
         block = list(node.blocks())[taken]
         decided = DATA not in self.taint(condition)
         if not (edit and decided):
             if edit and not decided:
-                self.result.kept.append(f"prim::If at {_where(node)}")
+                self.result.kept.append(f"prim::If at {where(node)}")
             self.block(block, edit=False)
             spread = self.taint(condition) | {DATA}
-            for out, inner in zip(node.outputs(), block.outputs()):
-                self.set(out, self.get(inner), self.taint(inner) | spread)
+            for out, result in zip(node.outputs(), block.outputs()):
+                self.set(out, self.get(result), self.taint(result) | spread)
             return list(node.outputs())
         self.result.read(self.taint(condition))
         env: dict[int, torch.Value] = {}
@@ -328,7 +297,7 @@ class _Run:
 
     def loop(self, node: torch.Node, edit: bool) -> list[torch.Value]:
         inputs = list(node.inputs())
-        body = list(node.blocks())[0]
+        body = next(iter(node.blocks()))
         params, results = list(body.inputs()), list(body.outputs())
         turns, go = self.get(inputs[0]), self.get(inputs[1])
         taint = self.taint(inputs[0]) | self.taint(inputs[1])
@@ -340,7 +309,7 @@ class _Run:
         while go and turn < turns:
             if turn >= MAX_TURNS:
                 raise TracingError(
-                    f"a loop of the TorchScript method at {_where(node)} turns more than "
+                    f"a loop of the TorchScript method at {where(node)} turns more than "
                     f"{MAX_TURNS} times on these inputs: torchbend unrolls loops; call it "
                     "with smaller inputs"
                 )
@@ -355,7 +324,7 @@ class _Run:
             go, carried = self.get(mapped[0]), mapped[1:]
             settled = settled | self.taint(mapped[0])
             if DATA in settled:  # a while loop on data: the clones so far stay correct
-                raise _Refused(f"prim::Loop at {_where(node)} stops on tensor data")
+                raise Refused(f"prim::Loop at {where(node)} stops on tensor data")
             turn += 1
         self.result.read(settled)
         for out, new in zip(node.outputs(), carried):
@@ -367,9 +336,9 @@ class _Run:
         """Run a loop kept in the graph (its turns read tensor data, or it is inside a
         decision kept in the graph)."""
         if edit:
-            self.result.kept.append(f"prim::Loop at {_where(node)}")
+            self.result.kept.append(f"prim::Loop at {where(node)}")
         inputs = list(node.inputs())
-        body = list(node.blocks())[0]
+        body = next(iter(node.blocks()))
         params, results = list(body.inputs()), list(body.outputs())
         turns, go = self.get(inputs[0]), self.get(inputs[1])
         values = [self.get(v) for v in inputs[2:]]
@@ -385,160 +354,3 @@ class _Run:
         for out, v in zip(node.outputs(), values):
             self.set(out, v, spread)
         return list(node.outputs())
-
-
-def _where(node: torch.Node) -> str:
-    """``file:line`` of a node's source, as TorchScript recorded it, or its kind."""
-    text = str(node).split("#", 1)
-    return text[1].strip() if len(text) == 2 else node.kind()
-
-
-def _holds_tensor(value: Any) -> bool:
-    if isinstance(value, torch.Tensor):
-        return True
-    if isinstance(value, (list, tuple)):
-        return any(_holds_tensor(v) for v in value)
-    return False
-
-
-# Nodes that move values without reading them (a tuple of tensors unpacked).
-_STRUCTURAL = frozenset(
-    {
-        "prim::TupleConstruct", "prim::TupleUnpack", "prim::ListConstruct", "prim::ListUnpack",
-        "prim::TupleIndex", "prim::unchecked_cast", "prim::GetAttr", "aten::__getitem__",
-        "prim::DictConstruct", "aten::append", "aten::pop", "aten::__is__", "aten::__isnot__",
-        "prim::isinstance",
-    }
-)  # fmt: skip
-_MUTATING = frozenset({"aten::append", "aten::insert", "aten::extend", "aten::_set_item"})
-# The taint of what they add reaches the list itself (later reads of it depend on it).
-
-
-def _evaluate(run: _Run, node: torch.Node, args: list[Any]) -> list[Any]:
-    """The concrete outputs of one node (no ``prim::If``/``prim::Loop``) on ``args``."""
-    kind = node.kind()
-    special = _SPECIAL.get(kind)
-    if special is not None:
-        return _outputs(node, special(run, node, args))
-    if kind in _TENSOR_PROPERTIES:
-        return [_TENSOR_PROPERTIES[kind](args[0])]
-    if kind == "prim::RaiseException":
-        raise TracingError(f"the TorchScript method raised on the example inputs: {args[0]}")
-    if not kind.startswith("aten::"):
-        raise _Refused(f"{kind} at {_where(node)}")
-    schema = torch._C.parse_schema(node.schema()) if node.schema() != "(no schema)" else None
-    if schema is None:
-        raise _Refused(f"{kind} at {_where(node)}")
-    packet = getattr(torch.ops.aten, schema.name.removeprefix("aten::"))
-    op = getattr(packet, schema.overload_name or "default")
-    positional, keywords = [], {}
-    for argument, value in zip(schema.arguments, args):
-        if argument.kwarg_only:
-            keywords[argument.name] = value
-        else:
-            positional.append(value)
-    try:
-        result = op(*positional, **keywords)
-    except Exception as e:
-        plain = _PLAIN.get(schema.name)
-        if plain is None or _holds_tensor(args):
-            raise _Refused(f"{kind} at {_where(node)}: {e}") from e
-        result = plain(*args)
-    return _outputs(node, result)
-
-
-def _outputs(node: torch.Node, result: Any) -> list[Any]:
-    """The result of an op as the list of its node's outputs."""
-    count = node.outputsSize()
-    return [] if count == 0 else [result] if count == 1 else list(result)
-
-
-# Python's own operations on lists and numbers, where torch's op takes no Python list.
-_PLAIN: dict[str, Callable[..., Any]] = {
-    "aten::add": operator.add,
-    "aten::mul": operator.mul,
-    "aten::eq": operator.eq,
-    "aten::ne": operator.ne,
-    "aten::lt": operator.lt,
-    "aten::gt": operator.gt,
-    "aten::le": operator.le,
-    "aten::ge": operator.ge,
-    "aten::slice": lambda items, start=None, end=None, step=1: items[start:end:step],
-    "aten::reverse": lambda items: items.reverse(),
-    "aten::copy": lambda items: list(items),
-    "aten::count": lambda items, x: items.count(x),
-    "aten::index": lambda items, x: items.index(x),
-    "aten::sum": sum,
-}
-
-
-def _constant(run: _Run, node: torch.Node, args: list[Any]) -> Any:
-    return node.output().toIValue() if node.outputsSize() else None
-
-
-def _get_attribute(run: _Run, node: torch.Node, args: list[Any]) -> Any:
-    owner, name = args[0], node.s("name")
-    key = (id(owner), name)
-    if key in run.set_attributes:
-        return run.set_attributes[key]
-    value = getattr(owner, name)
-    if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
-        return value.detach().clone()  # buffers the method updates in place stay as they are
-    return value
-
-
-def _set_attribute(run: _Run, node: torch.Node, args: list[Any]) -> None:
-    run.set_attributes[(id(args[0]), node.s("name"))] = args[1]
-
-
-def _append(run: _Run, node: torch.Node, args: list[Any]) -> Any:
-    args[0].append(args[1])
-    return args[0]
-
-
-def _pop(run: _Run, node: torch.Node, args: list[Any]) -> Any:
-    return args[0].pop(*args[1:])
-
-
-def _format(run: _Run, node: torch.Node, args: list[Any]) -> Any:
-    return str(args[0]).replace("{}", "%s") % tuple(args[1:]) if "{}" in args[0] else args[0]
-
-
-_SPECIAL: dict[str, Callable[[_Run, torch.Node, list[Any]], Any]] = {
-    "prim::Constant": _constant,
-    "prim::GetAttr": _get_attribute,
-    "prim::SetAttr": _set_attribute,
-    "prim::ListConstruct": lambda r, n, a: list(a),
-    "prim::TupleConstruct": lambda r, n, a: tuple(a),
-    "prim::DictConstruct": lambda r, n, a: dict(zip(a[::2], a[1::2])),
-    "prim::ListUnpack": lambda r, n, a: list(a[0]),
-    "prim::TupleUnpack": lambda r, n, a: list(a[0]),
-    "prim::TupleIndex": lambda r, n, a: a[0][a[1]],
-    "prim::unchecked_cast": lambda r, n, a: a[0],
-    "prim::Uninitialized": lambda r, n, a: None,
-    "prim::NumToTensor": lambda r, n, a: torch.tensor(a[0]),
-    "prim::min": lambda r, n, a: min(a) if len(a) > 1 else min(a[0]),
-    "prim::max": lambda r, n, a: max(a) if len(a) > 1 else max(a[0]),
-    "prim::abs": lambda r, n, a: abs(a[0]),
-    "prim::type": lambda r, n, a: a[0].type,
-    "aten::list": lambda r, n, a: list(a[0]),
-    "aten::__is__": lambda r, n, a: a[0] is a[1],
-    "aten::__isnot__": lambda r, n, a: a[0] is not a[1],
-    "aten::__not__": lambda r, n, a: not a[0],
-    "aten::__contains__": lambda r, n, a: a[1] in a[0],
-    "aten::__getitem__": lambda r, n, a: a[0][a[1]],
-    "aten::len": lambda r, n, a: len(a[0]),
-    "aten::append": _append,
-    "aten::pop": _pop,
-    "aten::insert": lambda r, n, a: a[0].insert(a[1], a[2]),
-    "aten::extend": lambda r, n, a: a[0].extend(a[1]),
-    "aten::clear": lambda r, n, a: a[0].clear(),
-    "aten::_set_item": lambda r, n, a: a[0].__setitem__(a[1], a[2]),
-    "aten::format": _format,
-    "aten::warn": lambda r, n, a: None,
-    "prim::Print": lambda r, n, a: None,
-    "aten::is_grad_enabled": lambda r, n, a: r.grad,
-    "aten::ceil": lambda r, n, a: math.ceil(a[0]) if not isinstance(a[0], torch.Tensor) else torch.ceil(a[0]),
-    "aten::floor": lambda r, n, a: math.floor(a[0]) if not isinstance(a[0], torch.Tensor) else torch.floor(a[0]),
-    "aten::floordiv": lambda r, n, a: operator.floordiv(*a),
-}  # fmt: skip

@@ -12,7 +12,7 @@ import operator
 import re
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.fx
@@ -151,7 +151,7 @@ def _flat_inputs(
         for path, _ in pytree.tree_flatten_with_path(example)[0]:
             item = node
             for key in path:
-                item = graph.call_function(operator.getitem, (item, key.idx))
+                item = graph.call_function(operator.getitem, (item, cast(Any, key).idx))
             yield item
 
 

@@ -39,30 +39,30 @@ class TorchScriptBackend:
         # ``root`` holds the file's parameters and buffers, bent or not, by path: graphs read
         # those from it; other tensors the file holds become constants of the graph.
         owner = f"{self.module.original_name}.{method}"
-        from ..compat import ts_converter as TS2EPConverter  # private: see tracing/compat.py
-
         names = list(inputs)
-        flow = None
+        leaves, flow = names, None
         try:
             prepared = Convertible(self.module, method)
-            # Branches and loops the converter cannot take, settled as the example takes
-            # them; the sizes they read become facts. Files without any keep their graphs.
-            flow = prepared.settle_flow(names, tuple(inputs.values()))
-            if flow is not None and flow.refused is not None:
-                prepared = Convertible(self.module, method)  # the half-settled graph goes
-            dropped = set(flow.dropped) if flow is not None and flow.refused is None else set()
-            leaves = [n for i, n in enumerate(names) if i not in dropped]  # None: no argument
-            with warnings.catch_warnings(), quiet():
-                warnings.simplefilter("ignore")  # "Manually populate ... into state_dict"
-                values = tuple(inputs[n] for n in leaves)
-                program = TS2EPConverter(prepared.holder, values).convert()
-        except TracingError:
-            raise
+            program = _convert(prepared, tuple(inputs.values()))
         except Exception as e:
-            raise TracingError(
-                f"torch could not convert TorchScript {owner} to a graph: {summary(e)}"
-                + _flow_note(flow)
-            ) from e
+            # Branches and loops the converter could not take: settled as the example takes
+            # them (the sizes they read become facts), then converted again. Files the
+            # converter takes as they are keep their graphs and their symbolic sizes.
+            prepared = Convertible(self.module, method)
+            flow = prepared.settle_flow(names, tuple(inputs.values()))
+            if flow is None or flow.refused is not None:
+                raise TracingError(
+                    f"torch could not convert TorchScript {owner} to a graph: {summary(e)}"
+                    + _flow_note(flow)
+                ) from e
+            leaves = [n for i, n in enumerate(names) if i not in flow.dropped]  # None: gone
+            try:
+                program = _convert(prepared, tuple(inputs[n] for n in leaves))
+            except Exception as again:
+                raise TracingError(
+                    f"torch could not convert TorchScript {owner} to a graph, even with its "
+                    f"branches settled on the example: {summary(again)}" + _flow_note(flow)
+                ) from again
         gm = program.module()
         graph, constants = rebuild_program(
             gm, root, program.call_spec.out_spec, leaves, [inputs[n] for n in leaves]
@@ -72,7 +72,7 @@ class TorchScriptBackend:
         facts, accepts = (
             program_guards(gm, names, leaves) if plain else (signature_facts(names), None)
         )
-        if flow is not None and flow.refused is None:
+        if flow is not None:
             facts = (*facts, *sorted(flow.facts - set(facts), key=str))
         traced = TracedGraph(graph, constants, [], facts)
         traced.accepts = accepts
@@ -105,10 +105,19 @@ class TorchScriptBackend:
                     p.copy_(saved)
 
 
+def _convert(prepared: Convertible, values: tuple[Any, ...]) -> Any:
+    """The program torch's converter makes of ``prepared`` on ``values``."""
+    from ..compat import ts_converter  # private: see tracing/compat.py
+
+    with warnings.catch_warnings(), quiet():
+        warnings.simplefilter("ignore")  # "Manually populate ... into state_dict"
+        return ts_converter(prepared.holder, values).convert()
+
+
 def _flow_note(flow: Specialized | None) -> str:
     """What of the method's control flow was left to the converter, for its error."""
     if flow is None:
-        return ""
+        return " (no branch or loop is left in it to settle)"
     if flow.refused is not None:
         return f" (its branches could not be settled on the example: {flow.refused})"
     if flow.kept:
