@@ -84,8 +84,11 @@ def specialize(
     for name, param, value in zip(names, params[1:], inputs):
         run.set(param, _copy(value), _input_taint(name, value))
         run.inputs[param.unique()] = name
+    cuda = sorted({v.device.index or 0 for v in inputs if _on_cuda(v)})
     try:
-        with torch.no_grad():  # the grad mode the method reads is the caller's (run.grad)
+        # The caller's generators draw as if this run had not happened; the grad mode the
+        # method reads is the caller's (``run.grad``).
+        with torch.random.fork_rng(devices=cuda), torch.no_grad():
             run.block(graph.block(), edit=True)
     except Refused as e:
         run.result.refused = str(e)
@@ -96,7 +99,8 @@ def specialize(
 
 
 def _drop_dead_mutations(graph: Any) -> None:
-    """Remove the mutations of lists nothing reads any more (their reads were folded)."""
+    """Remove the lists nothing reads any more (their reads were folded): every use of such a
+    list is a mutation (``append``, ``pop``...) whose own result is unused."""
     changed = True
     while changed:
         changed = False
@@ -104,13 +108,17 @@ def _drop_dead_mutations(graph: Any) -> None:
             if node.kind() not in MUTATING and node.kind() != "aten::pop":
                 continue
             target = next(iter(node.inputs()))
-            readers = [u.user for u in target.uses()]
-            if any(r.kind() not in MUTATING and r.kind() != "aten::pop" for r in readers):
-                continue
-            if any(o.uses() for o in node.outputs()):
-                continue
-            node.destroy()
-            changed = True
+            users = [u.user for u in target.uses()]
+            if all(_dead_mutation(u) for u in users):
+                for user in users:
+                    user.destroy()
+                changed = True
+                break
+
+
+def _dead_mutation(node: Any) -> bool:
+    mutation = node.kind() in MUTATING or node.kind() == "aten::pop"
+    return mutation and not any(o.uses() for o in node.outputs())
 
 
 def _narrow_inputs(graph: Any, inputs: Sequence[Any]) -> list[int]:
@@ -138,6 +146,10 @@ def _narrow_inputs(graph: Any, inputs: Sequence[Any]) -> list[int]:
     for i in reversed(dropped):
         graph.eraseInput(i + 1)
     return dropped
+
+
+def _on_cuda(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.device.type == "cuda"
 
 
 def _copy(value: Any) -> Any:
