@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from ..errors import TracingError
+from .compat import node_op
 
 __all__ = [
     "LAYOUT",
@@ -106,21 +107,20 @@ def evaluate(run: Any, node: torch.Node, args: list[Any]) -> list[Any]:
         raise TracingError(f"the TorchScript method raised on the example inputs: {args[0]}")
     if not kind.startswith("aten::"):
         raise Refused(f"{kind} at {where(node)}")
-    schema = torch._C.parse_schema(node.schema()) if node.schema() != "(no schema)" else None
-    if schema is None:
+    found = node_op(node)
+    if found is None:
         raise Refused(f"{kind} at {where(node)}")
-    packet = getattr(torch.ops.aten, schema.name.removeprefix("aten::"))
-    op = getattr(packet, schema.overload_name or "default")
+    op, names = found
     positional, keywords = [], {}
-    for argument, value in zip(schema.arguments, args):
-        if argument.kwarg_only:
-            keywords[argument.name] = value
-        else:
+    for keyword, value in zip(names, args):
+        if keyword is None:
             positional.append(value)
+        else:
+            keywords[keyword] = value
     try:
         result = op(*positional, **keywords)
     except Exception as e:
-        plain = _PLAIN.get(schema.name)
+        plain = _PLAIN.get(kind)
         if plain is None or holds_tensor(args):
             raise Refused(f"{kind} at {where(node)}: {e}") from e
         result = plain(*args)

@@ -69,9 +69,7 @@ class Specialized:
         self.facts |= {f for f in taint if f[0]}
 
 
-def specialize(
-    graph: Any, module: Any, names: Sequence[str], inputs: Sequence[Any]
-) -> Specialized:
+def specialize(graph: Any, module: Any, names: Sequence[str], inputs: Sequence[Any]) -> Specialized:
     """Settle, in place, the ``prim::If`` and ``prim::Loop`` nodes of ``graph`` (the inlined
     graph of a method of ``module``, whose arguments are ``names``) that the example
     ``inputs`` decide without reading tensor data. Raises :class:`TracingError` if the
