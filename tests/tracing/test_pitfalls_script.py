@@ -73,6 +73,19 @@ class OnData(nn.Module):
         return y
 
 
+class LoopOnData(nn.Module):
+    """Turns as many times as its input's first value says: tensor data sets the count."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(int(x[0, 0].abs().item() * 3.0)):
+            x = self.lin(x)
+        return x
+
+
 def _scripted(cls: type[nn.Module]) -> nn.Module:
     return torch.jit.script(cls())
 
@@ -115,6 +128,15 @@ def test_a_branch_on_data_is_never_baked():
         check_calls(lambda: _scripted(OnData), {"x": x}, {"x": -x}, {"x": torch.randn(3, 4)})
     except tb.TracingError as e:
         assert "tensor data" in str(e)
+
+
+def test_a_loop_on_data_is_never_baked():
+    """Its count read from data: refused, never unrolled for the example's count."""
+    x = torch.ones(2, 4)
+    try:
+        check_calls(lambda: _scripted(LoopOnData), {"x": x}, {"x": x * 0.1})
+    except tb.TracingError as e:
+        assert "LoopOnData" in str(e)
 
 
 def test_the_decisions_are_named_as_facts():

@@ -70,7 +70,7 @@ def all_nodes(block: Any) -> Any:
 
 def where(node: torch.Node) -> str:
     """``file:line`` of a node's source, as TorchScript recorded it, or its kind."""
-    text = str(node).split("#", 1)
+    text = str(node).split("\n", 1)[0].split("#", 1)  # its first line: not its blocks
     return text[1].strip() if len(text) == 2 else node.kind()
 
 

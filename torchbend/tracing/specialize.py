@@ -61,7 +61,7 @@ class Specialized:
         self.dropped: list[int] = []
         """Positions of the arguments whose example is ``None``: removed from the graph."""
         self.kept: list[str] = []
-        """Decisions on tensor data left in the graph, as ``"prim::If at file:line"``."""
+        """Decisions on tensor data left in the graph (``"a branch on tensor data at f:12"``)."""
 
     def read(self, taint: Taint) -> None:
         self.settled += 1
@@ -281,7 +281,7 @@ class _Run:
         decided = DATA not in self.taint(condition)
         if not (edit and decided):
             if edit and not decided:
-                self.result.kept.append(f"prim::If at {where(node)}")
+                self.result.kept.append(f"a branch on tensor data at {where(node)}")
             self.block(block, edit=False)
             spread = self.taint(condition) | {DATA}
             for out, result in zip(node.outputs(), block.outputs()):
@@ -346,7 +346,7 @@ class _Run:
         """Run a loop kept in the graph (its turns read tensor data, or it is inside a
         decision kept in the graph)."""
         if edit:
-            self.result.kept.append(f"prim::Loop at {where(node)}")
+            self.result.kept.append(f"a loop counted by tensor data at {where(node)}")
         inputs = list(node.inputs())
         body = next(iter(node.blocks()))
         params, results = list(body.inputs()), list(body.outputs())

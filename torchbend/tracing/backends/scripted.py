@@ -121,7 +121,7 @@ def _flow_note(flow: Specialized | None) -> str:
     if flow.refused is not None:
         return f" (its branches could not be settled on the example: {flow.refused})"
     if flow.kept:
-        return f" (decisions on tensor data are left to it: {', '.join(flow.kept[:3])})"
+        return f" (left to the converter: {', '.join(flow.kept[:3])})"
     return ""
 
 
