@@ -24,6 +24,7 @@ from torchbend.tracing.compat import (
     export_guards,
     freeze_keeping_tensors,
     inline,
+    node_op,
     pytree,
     recorded_node,
     simplify,
@@ -231,3 +232,12 @@ def test_an_exported_module_holds_its_guards_on_symbolic_sizes():
     guards(torch.randn(2, 5))  # a length it left symbolic passes
     with pytest.raises(AssertionError):
         guards(torch.randn(3, 5))  # a size it specialized does not
+
+
+def test_torchscript_nodes_name_their_aten_overloads():
+    graph = torch.jit.script(torch.nn.Linear(2, 2)).inlined_graph
+    linear = next(n for n in graph.nodes() if n.kind() == "aten::linear")
+    op, keywords = node_op(linear)
+    assert op is torch.ops.aten.linear.default and keywords == [None, None, None]
+    constant = next(n for n in graph.nodes() if n.kind() == "prim::GetAttr")
+    assert node_op(constant) is None

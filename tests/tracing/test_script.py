@@ -3,6 +3,8 @@ name, and what its preparation does to a method torch's converter could not take
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 from torch import nn
 
@@ -55,3 +57,37 @@ def test_attribute_values_are_hashable():
     assert attribute_value(scripted, "padding") == 2
     assert attribute_value(scripted, "conv.padding") == (1,)
     assert hash(attribute_value(scripted, "conv.stride")) is not None
+
+
+class Sized(nn.Module):
+    """Branches on a size and on None-ness, and loops over a size."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor, scale: Optional[float] = None) -> torch.Tensor:  # noqa: UP045
+        if scale is None:
+            scale = 1.0
+        for _ in range(x.size(0)):
+            x = self.lin(x) * scale
+        if x.size(1) > 2:
+            x = x.relu()
+        return x
+
+
+def test_branches_and_loops_are_settled_on_the_example_and_their_facts_kept():
+    scripted = torch.jit.script(Sized())
+    prepared = Convertible(scripted, "forward")
+    x = torch.randn(2, 3)
+    flow = prepared.settle_flow(["x", "scale"], (x, None))
+    assert flow is not None and flow.refused is None
+    assert not {"prim::If", "prim::Loop"} & set(_kinds(prepared.holder))
+    assert {("x", "shape", 0), ("x", "shape", 1)} <= flow.facts  # turns, branch
+    assert flow.dropped == [1]  # None leaves the graph
+    assert "aten::relu" in _kinds(prepared.holder)
+
+
+def test_a_method_without_branches_is_left_as_it_is():
+    prepared = Convertible(torch.jit.script(nn.Linear(2, 2)), "forward")
+    assert prepared.settle_flow(["input"], (torch.randn(1, 2),)) is None

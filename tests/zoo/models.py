@@ -9,6 +9,7 @@ table of both in ``docs/tracing.md``).
 from __future__ import annotations
 
 import importlib.util
+import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -1208,6 +1209,63 @@ IDIOMS: list[ZooModel] = [
 ]
 
 
+# -- TorchScript files with control flow (torch, julius) ------------------------------------------
+
+
+def _scripted(make: Callable[[], nn.Module], inputs: Callable[[], Inputs], file: bool = False):
+    """Builds ``torch.jit.script(make())`` (seeded, in eval mode) and its inputs; with
+    ``file``, saved and loaded back as users load ``.ts`` files."""
+
+    def build() -> tuple[nn.Module, Inputs]:
+        torch.manual_seed(0)
+        scripted = torch.jit.script(_eval(make()))
+        if file:
+            buffer = io.BytesIO()
+            torch.jit.save(scripted, buffer)
+            buffer.seek(0)
+            scripted = torch.jit.load(buffer)
+        return scripted, inputs()
+
+    return build
+
+
+def _encoder() -> nn.Module:
+    layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+    return nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+
+
+def _lowpass() -> nn.Module:
+    from julius import LowPassFilters
+
+    return LowPassFilters([0.05, 0.2])
+
+
+SCRIPTED: list[ZooModel] = [
+    ZooModel(
+        "LSTMCell (scripted)",
+        "torch",
+        "scripted LSTM cell: branches on its state's None-ness and rank",
+        _scripted(
+            lambda: nn.LSTMCell(8, 8),
+            lambda: {"input": _randn(2, 8), "hx": (_randn(2, 8), _randn(2, 8) * 0.5)},
+        ),
+    ),
+    ZooModel(
+        "TransformerEncoder (scripted)",
+        "torch",
+        "scripted transformer encoder: some 200 branches on flags, sizes and devices",
+        _scripted(_encoder, lambda: {"src": _randn(2, 5, 16)}),
+    ),
+    ZooModel(
+        "LowPassFilters (.ts file)",
+        "julius",
+        "scripted low-pass filter bank, saved and loaded back: a loop over its frames'"
+        " strides, list arithmetic",
+        _scripted(_lowpass, lambda: {"input": _randn(2, 1, 128)}, file=True),
+    ),
+]
+
+
 ALL: list[ZooModel] = [
     *TRANSFORMERS,
     *DIFFUSERS,
@@ -1220,6 +1278,7 @@ ALL: list[ZooModel] = [
     *EINOPS,
     *ATTENTION,
     *IDIOMS,
+    *SCRIPTED,
 ]
 
 KNOWN_FAILING: dict[str, str] = {}

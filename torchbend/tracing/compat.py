@@ -42,6 +42,8 @@ What is used, and why:
   ``torch.jit._recursive.wrap_cpp_module``): inlining, freezing and simplifying a scripted
   module's graph before the converter sees it (:func:`inline`, :func:`freeze_keeping_tensors`,
   :func:`simplify`).
+- ``torch._C.parse_schema`` (private): the ATen op and overload a TorchScript node calls, so
+  that :mod:`torchbend.tracing.specialize` runs it through ``torch.ops`` (:func:`node_op`).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ __all__ = [
     "freeze_keeping_tensors",
     "has_side_effect",
     "inline",
+    "node_op",
     "pytree",
     "recorded_node",
     "simplify",
@@ -125,6 +128,19 @@ def freeze_keeping_tensors(module: torch.jit.ScriptModule) -> torch.jit.ScriptMo
     """``module`` frozen with every tensor attribute kept as an attribute (plain attributes
     become constants). Raises ``RuntimeError`` for a module TorchScript cannot freeze."""
     return torch.jit._recursive.wrap_cpp_module(torch._C._freeze_module(module._c, [], True, True))
+
+
+def node_op(node: torch.Node) -> tuple[Any, list[str | None]] | None:
+    """The ``torch.ops`` overload a TorchScript node calls and, per argument, its name if it
+    is keyword-only (else ``None``), or ``None`` for a node without a schema."""
+    text = node.schema()
+    if text == "(no schema)":
+        return None
+    schema = torch._C.parse_schema(text)
+    namespace, _, name = schema.name.partition("::")
+    packet = getattr(getattr(torch.ops, namespace), name)
+    keywords = [a.name if a.kwarg_only else None for a in schema.arguments]
+    return getattr(packet, schema.overload_name or "default"), keywords
 
 
 def simplify(graph: torch.Graph) -> None:

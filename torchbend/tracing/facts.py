@@ -14,7 +14,8 @@ __all__ = ["Fact", "describe_fact", "fact_reader", "kind_of", "signature_of"]
 Fact = tuple[str, str, int | None]
 """``(input name, what, index)``: ``what`` is ``shape`` (``index`` a dim, or ``None`` for the
 whole shape), ``dtype``, ``ndim``, ``device``, ``value`` (a scalar argument) or ``sig``
-(the whole structure of a container argument)."""
+(the whole structure of a container argument) or ``layout`` (a tensor's strides, which
+TorchScript files may read)."""
 
 _MISSING = object()
 _PLAIN = frozenset({type(None), bool, int, float, str})
@@ -62,18 +63,18 @@ def fact_reader(fact: Fact) -> Callable[[Mapping[str, Any]], Any]:
         k = index
 
         def read_dim(inputs: Mapping[str, Any]) -> Any:
-            shape = inputs[name].shape
+            shape = getattr(inputs[name], "shape", ())  # None, where a tensor was traced
             return shape[k] if -len(shape) <= k < len(shape) else _MISSING
 
         return read_dim
+    # A call may pass None where a tensor was traced: its kind differs, and its facts read
+    # as missing (the attributes below) rather than fail.
     if what == "shape":
-        return lambda inputs: tuple(inputs[name].shape)
-    if what == "dtype":
-        return lambda inputs: inputs[name].dtype
-    if what == "ndim":
-        return lambda inputs: inputs[name].ndim
-    if what == "device":
-        return lambda inputs: inputs[name].device
+        return lambda inputs: tuple(getattr(inputs[name], "shape", (_MISSING,)))
+    if what in ("dtype", "ndim", "device"):
+        return lambda inputs: getattr(inputs[name], what, _MISSING)
+    if what == "layout":
+        return lambda inputs: getattr(inputs[name], "stride", lambda: _MISSING)()
     if what in ("value", "sig"):
         return lambda inputs: signature_of(inputs[name])
     raise AssertionError(f"unknown fact {fact}")

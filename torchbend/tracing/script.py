@@ -39,6 +39,7 @@ from torch import nn
 from .compat import freeze_keeping_tensors, inline, simplify
 from .objects import attribute_at
 from .sizes import numbers_from_scalar_tensors, size_slices_as_views
+from .specialize import Specialized, specialize
 
 __all__ = ["Convertible", "attribute_reader", "attribute_value"]
 
@@ -66,6 +67,18 @@ class Convertible:
         """Paths (from ``module``) of the plain attributes the method reads."""
         self.holder = _settled(holder)
         """The holder to convert: frozen and simplified if TorchScript could, else as is."""
+
+    def settle_flow(self, names: Sequence[str], inputs: Sequence[Any]) -> Specialized | None:
+        """The branches and loops left in the holder's graph settled as the example
+        ``inputs`` (of the arguments ``names``) take them (:mod:`torchbend.tracing.specialize`);
+        ``None`` where none is left (the graph is then as it was)."""
+        graph = self.holder.graph
+        if not any(n.kind() in ("prim::If", "prim::Loop") for n in _nodes(graph)):
+            return None
+        done = specialize(graph, self.holder, names, inputs)
+        if done.refused is None:
+            simplify(graph)
+        return done
 
 
 def attribute_reader(

@@ -8,10 +8,11 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import operator
 import re
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.fx
@@ -83,13 +84,18 @@ def program_guards(
 
 
 def rebuild_program(
-    gm: torch.fx.GraphModule, root: nn.Module, out_spec: Any, inputs: list[str] | None = None
+    gm: torch.fx.GraphModule,
+    root: nn.Module,
+    out_spec: Any,
+    inputs: list[str] | None = None,
+    examples: list[Any] | None = None,
 ) -> tuple[torch.fx.Graph, dict[str, torch.Tensor]]:
     """The exported graph with plain placeholders (named ``inputs`` in order, if given) and
     output, named and recorded nodes, and weights read from ``root``'s paths; returns it and
-    the constants it reads."""
-    names = iter(inputs or [])
+    the constants it reads. With the ``examples`` of ``inputs``, an input that is a tuple or
+    list (flattened into several placeholders by the program) is one placeholder, indexed."""
     graph = torch.fx.Graph()
+    names = iter(inputs or []) if examples is None else _flat_inputs(graph, inputs, examples)
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     constants: dict[str, torch.Tensor] = {}
     activation_names = _names(list(gm.graph.nodes))
@@ -105,7 +111,7 @@ def rebuild_program(
             used = any(u.op != "call_module" for u in node.users)
             if not used and not isinstance(node.meta.get("val"), torch.Tensor):
                 continue  # a Python value export baked in (the guards read it)
-            new = graph.placeholder(name)
+            new = graph.placeholder(name) if isinstance(name, str) else name
         elif node.op == "output":
             flat = node.args[0]
             flat = list(flat) if isinstance(flat, (list, tuple)) else [flat]
@@ -129,6 +135,24 @@ def rebuild_program(
         env[node] = new
     graph.lint()
     return graph, constants
+
+
+def _flat_inputs(
+    graph: torch.fx.Graph, names: list[str] | None, examples: list[Any]
+) -> Iterator[str | torch.fx.Node]:
+    """For each placeholder of a program whose inputs ``names`` had ``examples``: the name of
+    a plain input, or the node indexing the placeholder of a tuple (made here) for one of
+    its items, in the order the program flattened them."""
+    for name, example in zip(names or [], examples):
+        if not isinstance(example, (tuple, list)):
+            yield name
+            continue
+        node = graph.placeholder(name)
+        for path, _ in pytree.tree_flatten_with_path(example)[0]:
+            item = node
+            for key in path:
+                item = graph.call_function(operator.getitem, (item, cast(Any, key).idx))
+            yield item
 
 
 def _object_node(

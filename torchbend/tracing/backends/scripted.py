@@ -15,6 +15,7 @@ from ..attributes import ModuleState
 from ..objects import attribute_at
 from ..records import TracedGraph
 from ..script import Convertible, attribute_reader
+from ..specialize import Specialized
 from .program_graph import program_guards, quiet, rebuild_program, signature_facts, summary
 from .protocol import ValueHook
 
@@ -38,27 +39,45 @@ class TorchScriptBackend:
         # ``root`` holds the file's parameters and buffers, bent or not, by path: graphs read
         # those from it; other tensors the file holds become constants of the graph.
         owner = f"{self.module.original_name}.{method}"
-        from ..compat import ts_converter as TS2EPConverter  # private: see tracing/compat.py
-
+        names = list(inputs)
+        leaves, flow = names, None
         try:
             prepared = Convertible(self.module, method)
-            with warnings.catch_warnings(), quiet():
-                warnings.simplefilter("ignore")  # "Manually populate ... into state_dict"
-                program = TS2EPConverter(prepared.holder, tuple(inputs.values())).convert()
+            program = _convert(prepared, tuple(inputs.values()))
         except Exception as e:
-            raise TracingError(
-                f"torch could not convert TorchScript {owner} to a graph: {summary(e)}"
-            ) from e
+            # Branches and loops the converter could not take: settled as the example takes
+            # them (the sizes they read become facts), then converted again. Files the
+            # converter takes as they are keep their graphs and their symbolic sizes.
+            prepared = Convertible(self.module, method)
+            flow = prepared.settle_flow(names, tuple(inputs.values()))
+            if flow is None or flow.refused is not None:
+                raise TracingError(
+                    f"torch could not convert TorchScript {owner} to a graph: {summary(e)}"
+                    + _flow_note(flow)
+                ) from e
+            leaves = [n for i, n in enumerate(names) if i not in flow.dropped]  # None: gone
+            try:
+                program = _convert(prepared, tuple(inputs[n] for n in leaves))
+            except Exception as again:
+                raise TracingError(
+                    f"torch could not convert TorchScript {owner} to a graph, even with its "
+                    f"branches settled on the example: {summary(again)}" + _flow_note(flow)
+                ) from again
         gm = program.module()
-        names = list(inputs)
-        graph, constants = rebuild_program(gm, root, program.call_spec.out_spec, names)
-        # The converter exports with symbolic sizes too: its guards say where the graph holds.
-        plain = all(isinstance(v, (torch.Tensor, bool, int, float)) for v in inputs.values())
-        facts, accepts = (
-            program_guards(gm, names, names) if plain else (signature_facts(names), None)
+        graph, constants = rebuild_program(
+            gm, root, program.call_spec.out_spec, leaves, [inputs[n] for n in leaves]
         )
+        # The converter exports with symbolic sizes too: its guards say where the graph holds.
+        plain = all(isinstance(inputs[n], (torch.Tensor, bool, int, float)) for n in leaves)
+        facts, accepts = (
+            program_guards(gm, names, leaves) if plain else (signature_facts(names), None)
+        )
+        if flow is not None:
+            facts = (*facts, *sorted(flow.facts - set(facts), key=str))
         traced = TracedGraph(graph, constants, [], facts)
         traced.accepts = accepts
+        if flow is not None and flow.grad_mode:
+            traced.grad_mode = torch.is_grad_enabled()
         # The file's plain attributes the graph baked in (its setters may change them).
         traced.module_state = (_script_state(self.module, prepared.attributes),)
         return traced
@@ -84,6 +103,26 @@ class TorchScriptBackend:
             with torch.no_grad():
                 for p, saved in swapped:
                     p.copy_(saved)
+
+
+def _convert(prepared: Convertible, values: tuple[Any, ...]) -> Any:
+    """The program torch's converter makes of ``prepared`` on ``values``."""
+    from ..compat import ts_converter  # private: see tracing/compat.py
+
+    with warnings.catch_warnings(), quiet():
+        warnings.simplefilter("ignore")  # "Manually populate ... into state_dict"
+        return ts_converter(prepared.holder, values).convert()
+
+
+def _flow_note(flow: Specialized | None) -> str:
+    """What of the method's control flow was left to the converter, for its error."""
+    if flow is None:
+        return " (no branch or loop is left in it to settle)"
+    if flow.refused is not None:
+        return f" (its branches could not be settled on the example: {flow.refused})"
+    if flow.kept:
+        return f" (left to the converter: {', '.join(flow.kept[:3])})"
+    return ""
 
 
 def _script_state(module: torch.jit.ScriptModule, paths: tuple[str, ...]) -> ModuleState:
