@@ -16,13 +16,14 @@ import inspect
 import math
 import types
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ..errors import ExportError
 from ..tracing.facts import kind_of
+from ..tracing.placeholders import parameter_types
 
 if TYPE_CHECKING:
     from ..engine.dispatch import Entry
@@ -74,12 +75,6 @@ def method_arguments(view: BendedView, method: str, entry: Entry) -> list[Export
     the argument that TorchScript cannot take."""
     where = f"{view.owner}.{method}"
     placeholders = {str(n.target): n for n in entry.graph.nodes if n.op == "placeholder"}
-    starred = [p for p in placeholders if p.startswith("*")]
-    if starred:
-        raise ExportError(
-            f"cannot export {where}: it takes {', '.join(starred)}, which TorchScript cannot; "
-            "wrap it in a method with named arguments"
-        )
     defaults = view.signature(method).defaults
     hints = _hints(getattr(view.module, method, None))
     arguments = []
@@ -108,17 +103,14 @@ def method_arguments(view: BendedView, method: str, entry: Entry) -> list[Export
         arguments.append(
             ExportedArgument(name, tp, graph_type, default, node is not None, traced_none, values)
         )
-    return arguments
+    # Defaults only after the last argument without one (one before an item of ``*args``).
+    last = max((i for i, a in enumerate(arguments) if a.default is MISSING), default=-1)
+    return [replace(a, default=MISSING) if i < last else a for i, a in enumerate(arguments)]
 
 
 def _hints(fn: Any) -> dict[str, Any]:
-    """The annotations of ``fn`` as types (``{}`` if they cannot be resolved)."""
-    if fn is None:
-        return {}
-    try:
-        return typing.get_type_hints(inspect.unwrap(fn))
-    except Exception:  # an annotation naming something not importable here
-        return {}
+    """The annotations of ``fn`` that are types (``{}`` for no function)."""
+    return {} if fn is None else parameter_types(fn)
 
 
 def _normalize(tp: Any, at: str) -> Any:
