@@ -1132,7 +1132,7 @@ def _bart_decoder_wrapper() -> tuple[nn.Module, Inputs]:
     config = BartConfig(
         vocab_size=100,
         d_model=32,
-        decoder_layers=2,
+        decoder_layers=1,
         decoder_attention_heads=4,
         decoder_ffn_dim=64,
         max_position_embeddings=64,
@@ -1203,7 +1203,7 @@ class _PitchTracker(nn.Module):
 
 def _pitch_tracker() -> tuple[nn.Module, Inputs]:
     torch.manual_seed(0)
-    return _eval(_PitchTracker()), {"wav": _randn(2, 4000), "sr": 32_000}
+    return _eval(_PitchTracker()), {"wav": _randn(1, 2000), "sr": 32_000}
 
 
 SIGNATURES: list[ZooModel] = [
