@@ -73,7 +73,7 @@ def test_kwargs_items_are_named_placeholders_and_refuse_other_names():
         bended(**{"input-ids": x4})
 
 
-# -- *args: positional extras, recorded -------------------------------------------------------------
+# -- *args: positional extras, recorded --------------------------------------------------------
 
 
 def _calls() -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
@@ -102,7 +102,7 @@ def test_positional_extras_are_recorded_and_calls_match_them(backend: str, stric
     for i, (args, kwargs) in enumerate(calls):
         expected = module(*clone(args), **kwargs)
         if strict and i in (1, 2, 3):  # other inputs than traced
-            with pytest.raises(tb.GuardError, match="args_|scale"):
+            with pytest.raises(tb.GuardError, match=r"args_|scale"):
                 bended(*clone(args), **kwargs)
             continue
         assert_same(bended(*clone(args), **kwargs), expected, path=f"call {i}")
@@ -157,8 +157,8 @@ class Annotated(nn.Module):
         self,
         x: torch.Tensor,
         sr: [int, float],  # type: ignore[valid-type]
-        gain: (int, float) = 1.0,  # type: ignore[valid-type]  # noqa: F821
-        mode: "NoSuchType" = "a",  # type: ignore[name-defined]  # noqa: F821
+        gain: (int, float) = 1.0,  # type: ignore[valid-type]
+        mode: NoSuchType = "a",  # type: ignore[name-defined]  # noqa: F821
         bias: 3 = 0.0,  # type: ignore[valid-type]
     ) -> torch.Tensor:
         y = self.lin(x) * sr * gain + bias

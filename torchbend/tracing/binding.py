@@ -80,9 +80,7 @@ def spread(
         elif p.name not in inputs:
             skipped = True
         elif p.kind is p.POSITIONAL_ONLY or (
-            p.kind is p.POSITIONAL_OR_KEYWORD
-            and not skipped
-            and (positional_extras or not by_name)
+            p.kind is p.POSITIONAL_OR_KEYWORD and not skipped and (positional_extras or not by_name)
         ):
             args.append(inputs[p.name])
         else:
