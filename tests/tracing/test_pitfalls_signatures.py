@@ -131,6 +131,7 @@ def test_positional_extras_of_a_bare_signature_and_their_export():
     of a method with extras takes them as named arguments."""
     module = Passes()
     bended = tb.BendedModule(module)
+    assert bended.view().signature("forward").first == "args_0"  # what audio is fed to
     bended.trace("forward", x4)
     assert_same(bended(x4), module(x4))
     assert_same(bended(x4, mask=x4), module(x4, mask=x4))
@@ -140,6 +141,26 @@ def test_positional_extras_of_a_bare_signature_and_their_export():
     scripted = tb.export.torchscript(extras)
     assert [a.name for a in scripted.forward.schema.arguments] == ["self", "x", "args_0"]
     assert_same(scripted(x4, y), extras.module(x4, y))
+
+
+def test_positional_extras_passed_on_by_a_real_wrapper():
+    """torch-einops-utils' ``Residual.forward(x, *args, **kwargs)`` hands its extras on."""
+    nn_utils = pytest.importorskip("torch_einops_utils.nn")
+
+    class Scaled(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+            return self.lin(x) * scale
+
+    module = nn_utils.Residual(Scaled())
+    bended = tb.BendedModule(module)
+    scale = torch.randn(2, 4)
+    bended.trace("forward", x4, scale)
+    assert_same(bended(x4, scale), module(x4, scale))
+    assert_same(bended(x4, scale=scale), module(x4, scale=scale))
 
 
 # -- annotations that are not types ---------------------------------------------------------------

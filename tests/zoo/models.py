@@ -1159,6 +1159,15 @@ def _einops_residual() -> tuple[nn.Module, Inputs]:
     return _eval(Residual(_FeedForward())), {"x": _randn(2, 5, 16), "scale": 0.5}
 
 
+def _superglue_self_output() -> tuple[nn.Module, Inputs]:
+    from transformers import SuperGlueConfig
+    from transformers.models.superglue.modeling_superglue import SuperGlueSelfOutput
+
+    torch.manual_seed(0)
+    model = SuperGlueSelfOutput(SuperGlueConfig(hidden_size=32))
+    return _eval(model), {"hidden_states": _randn(2, 7, 32)}
+
+
 def _data_parallel() -> tuple[nn.Module, Inputs]:
     torch.manual_seed(0)
     net = nn.Sequential(nn.Conv1d(2, 8, 3), nn.ReLU(), nn.Conv1d(8, 2, 3))
@@ -1212,6 +1221,12 @@ SIGNATURES: list[ZooModel] = [
         "transformers",
         "decoder behind forward(*args, **kwargs)",
         _bart_decoder_wrapper,
+    ),
+    ZooModel(
+        "SuperGlueSelfOutput",
+        "transformers",
+        "attention output projection, forward(hidden_states, *args)",
+        _superglue_self_output,
     ),
     ZooModel(
         "Residual",

@@ -44,6 +44,10 @@ class Signature:
         self.defaults = {p.name: p.default for p in params if p.default is not p.empty}
         self.known = frozenset(self.names)
         self.plain = self.star is None and not self.keywords
+        self.first = (
+            self.names[0] if self.names else None if self.star is None else extra_name(self.star, 0)
+        )
+        """The name of the first input (what a signal is fed to), or ``None`` if none."""
 
     def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         if not kwargs and len(args) == len(self.names) == len(self.positional):

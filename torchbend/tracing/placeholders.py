@@ -73,10 +73,12 @@ def root_call(
     types_of = parameter_types(inner)
     inputs: list[tuple[str, tuple[Any, ...], Any]] = []  # name, default, type
     for p in params:
+        # The items of ``*args`` and ``**kwargs`` take no annotation (``*args: Any`` is common):
+        # exports type them by the kinds of values they were traced with.
         if p.kind is p.VAR_POSITIONAL:
-            inputs.extend((n, (), types_of.get(p.name)) for n in positional)
+            inputs.extend((n, (), None) for n in positional)
         elif p.kind is p.VAR_KEYWORD:
-            inputs.extend((n, (), types_of.get(p.name)) for n in named)
+            inputs.extend((n, (), None) for n in named)
         else:
             default = () if p.default is p.empty else (p.default,)
             inputs.append((p.name, default, types_of.get(p.name)))
