@@ -95,6 +95,10 @@ class Signature:
             return inputs
         return self._flat(inputs, extras, others)
 
+    def order(self, inputs: dict[str, Any]) -> list[str]:
+        """The names of bound ``inputs`` in the order of the signature (their graph's)."""
+        return self.names if self.plain else list(inputs)
+
     def _numbered(self, numbered: dict[int, Any]) -> list[Any]:
         """The positional extras given by their names (``args_0``, ``args_1``...)."""
         if sorted(numbered) != list(range(len(numbered))):

@@ -16,7 +16,7 @@ import inspect
 import math
 import types
 import typing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -103,9 +103,7 @@ def method_arguments(view: BendedView, method: str, entry: Entry) -> list[Export
         arguments.append(
             ExportedArgument(name, tp, graph_type, default, node is not None, traced_none, values)
         )
-    # Defaults only after the last argument without one (one before an item of ``*args``).
-    last = max((i for i, a in enumerate(arguments) if a.default is MISSING), default=-1)
-    return [replace(a, default=MISSING) if i < last else a for i, a in enumerate(arguments)]
+    return arguments
 
 
 def _hints(fn: Any) -> dict[str, Any]:
