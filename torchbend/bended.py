@@ -88,19 +88,19 @@ class BendedModule(nn.Module):
         return self._engine.view()
 
     def trace(
-        self, fn: str = "forward", /, *, return_out: bool = False, **inputs: Any
+        self, fn: str = "forward", /, *args: Any, return_out: bool = False, **inputs: Any
     ) -> TracedGraph | tuple[TracedGraph, Any]:
-        """Trace method ``fn`` on example ``inputs`` given by argument name.
+        """Trace method ``fn`` on example inputs by argument name, or by position after ``fn``
+        (``trace("forward", x, y)``; the extras of ``*args`` may be named ``args=(y,)`` too).
 
         Returns the :class:`TracedGraph` (a ``torch.fx.Graph`` whose ``flow_steps`` list the
         decisions baked in), or ``(graph, outputs)`` with ``return_out=True`` (also spelled
-        ``_return_out``, as in the original torchbend notebooks). Bendings already set apply to the
-        new graph too. ``backend="concrete" | "export" | "auto"`` traces this call with another
-        backend than the module's (spelled ``_backend`` when ``fn`` has an argument named
-        ``backend``); :meth:`traced_by` says which one traced."""
+        ``_return_out``, as in the original torchbend notebooks). Bendings already set apply to
+        the new graph too. ``backend="concrete" | "export" | "auto"`` traces this call with
+        another backend (``_backend`` when ``fn`` has an argument ``backend``)."""
         return_out = bool(inputs.pop("_return_out", return_out))
         with self._lock:
-            graph, outputs = self._engine.trace(fn, inputs)
+            graph, outputs = self._engine.trace(fn, inputs, args)
         return (graph, outputs) if return_out else graph
 
     def traced_by(self, fn: str = "forward") -> str:

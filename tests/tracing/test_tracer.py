@@ -380,11 +380,8 @@ def test_decorated_methods_are_called_through_their_wrapper():
             return x * scale
 
     result = trace(Decorated(), x=torch.ones(2), scale=3.0)
-    assert [str(n.target) for n in result.nodes if n.op == "placeholder"] == [
-        "x",
-        "scale",
-        "**kwargs",
-    ]
+    # ``**kwargs`` given nothing has no placeholder: only given inputs have one.
+    assert [str(n.target) for n in result.nodes if n.op == "placeholder"] == ["x", "scale"]
     assert set(seen[0]) == {"x", "scale"}
     assert all(fact[0] != "kwargs" for fact in result.guard_facts)
     bended = tb.BendedModule(Decorated())
@@ -398,13 +395,18 @@ def test_keyword_only_and_var_arguments():
             return x * k + len(rest) + len(options)
 
     result = trace(Signature(), x=torch.ones(1), k=3)
+    assert [str(n.target) for n in result.nodes if n.op == "placeholder"] == ["x", "k"]
+    assert torch.equal(result.outputs, torch.full((1,), 3.0))
+    # The items of ``*rest`` and ``**options`` given have one placeholder each, in call order.
+    result = trace(Signature(), x=torch.ones(1), k=3, rest_0=2, rest_1=3, flag=True)
     assert [str(n.target) for n in result.nodes if n.op == "placeholder"] == [
         "x",
+        "rest_0",
+        "rest_1",
         "k",
-        "*rest",
-        "**options",
+        "flag",
     ]
-    assert torch.equal(result.outputs, torch.full((1,), 3.0))
+    assert torch.equal(result.outputs, torch.full((1,), 6.0))
 
 
 # -- leaves and errors ----------------------------------------------------------------------------

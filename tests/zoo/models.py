@@ -1266,6 +1266,134 @@ SCRIPTED: list[ZooModel] = [
 ]
 
 
+# -- signatures with *args and **kwargs, and annotations that are not types -----------------------
+
+
+def _bart_decoder_wrapper() -> tuple[nn.Module, Inputs]:
+    from transformers import BartConfig
+    from transformers.models.bart.modeling_bart import BartDecoderWrapper
+
+    torch.manual_seed(0)
+    config = BartConfig(
+        vocab_size=100,
+        d_model=32,
+        decoder_layers=1,
+        decoder_attention_heads=4,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+        use_cache=False,
+        attn_implementation="eager",
+    )
+    return _eval(BartDecoderWrapper(config)), _tokens()
+
+
+class _FeedForward(nn.Module):
+    def __init__(self, dim: int = 16) -> None:
+        super().__init__()
+        self.up = nn.Linear(dim, 2 * dim)
+        self.down = nn.Linear(2 * dim, dim)
+
+    def forward(self, x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+        return self.down(torch.relu(self.up(x))) * scale
+
+
+def _einops_residual() -> tuple[nn.Module, Inputs]:
+    from torch_einops_utils.nn import Residual
+
+    torch.manual_seed(0)
+    return _eval(Residual(_FeedForward())), {"x": _randn(2, 5, 16), "scale": 0.5}
+
+
+def _superglue_self_output() -> tuple[nn.Module, Inputs]:
+    from transformers import SuperGlueConfig
+    from transformers.models.superglue.modeling_superglue import SuperGlueSelfOutput
+
+    torch.manual_seed(0)
+    model = SuperGlueSelfOutput(SuperGlueConfig(hidden_size=32))
+    return _eval(model), {"hidden_states": _randn(2, 7, 32)}
+
+
+def _data_parallel() -> tuple[nn.Module, Inputs]:
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv1d(2, 8, 3), nn.ReLU(), nn.Conv1d(8, 2, 3))
+    return _eval(nn.DataParallel(net)), {"input": _randn(1, 2, 32)}
+
+
+class _PitchTracker(nn.Module):
+    """A pitch tracker called as torchfcpe's (``forward(wav, sr: [int, float], decoder_mode,
+    threshold)``, whose annotation is a list), built on julius and local-attention: torchfcpe
+    itself needs torchaudio, which does not load with this torch."""
+
+    def __init__(self, sample_rate: int = 16_000, bins: int = 24) -> None:
+        from local_attention import LocalMHA
+
+        super().__init__()
+        self.sample_rate = sample_rate
+        self.register_buffer("window", torch.hann_window(256))
+        self.mel = nn.Linear(129, 32, bias=False)
+        self.attention = LocalMHA(dim=32, window_size=4, dim_head=8, heads=4)
+        self.head = nn.Linear(32, bins)
+        self.register_buffer("cents", torch.linspace(2000.0, 6000.0, bins))
+
+    def forward(
+        self,
+        wav: torch.Tensor,
+        sr: [int, float],  # type: ignore[valid-type]  # as torchfcpe writes it
+        decoder_mode: str = "local_argmax",
+        threshold: float = 0.05,
+    ) -> torch.Tensor:
+        import julius
+
+        if sr != self.sample_rate:
+            wav = julius.resample_frac(wav, int(sr), self.sample_rate)
+        spectrum = torch.stft(wav, 256, 64, window=self.window, return_complex=True).abs()
+        x = torch.log(self.mel(spectrum.transpose(1, 2)).abs() + 1e-5)
+        latent = torch.sigmoid(self.head(x + self.attention(x)))
+        if decoder_mode == "local_argmax":
+            latent = latent * (latent >= latent.amax(-1, keepdim=True))
+        cents = (latent * self.cents).sum(-1) / latent.sum(-1).clamp_min(1e-5)
+        return 10.0 * 2 ** (cents / 1200) * (latent.amax(-1) > threshold)
+
+
+def _pitch_tracker() -> tuple[nn.Module, Inputs]:
+    torch.manual_seed(0)
+    return _eval(_PitchTracker()), {"wav": _randn(1, 2000), "sr": 32_000}
+
+
+SIGNATURES: list[ZooModel] = [
+    ZooModel(
+        "BartDecoderWrapper",
+        "transformers",
+        "decoder behind forward(*args, **kwargs)",
+        _bart_decoder_wrapper,
+    ),
+    ZooModel(
+        "SuperGlueSelfOutput",
+        "transformers",
+        "attention output projection, forward(hidden_states, *args)",
+        _superglue_self_output,
+    ),
+    ZooModel(
+        "Residual",
+        "torch-einops-utils",
+        "residual wrapper, forward(x, *args, **kwargs) passing keywords on",
+        _einops_residual,
+    ),
+    ZooModel(
+        "DataParallel",
+        "torch",
+        "torch.nn.DataParallel on CPU, forward(*inputs, **kwargs)",
+        _data_parallel,
+    ),
+    ZooModel(
+        "PitchTracker(sr: [int, float])",
+        "julius",
+        "pitch tracker whose sr argument is annotated with a list, as torchfcpe's",
+        _pitch_tracker,
+    ),
+]
+
+
 ALL: list[ZooModel] = [
     *TRANSFORMERS,
     *DIFFUSERS,
@@ -1279,6 +1407,7 @@ ALL: list[ZooModel] = [
     *ATTENTION,
     *IDIOMS,
     *SCRIPTED,
+    *SIGNATURES,
 ]
 
 KNOWN_FAILING: dict[str, str] = {}

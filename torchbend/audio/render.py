@@ -55,10 +55,10 @@ def trace_audio(bended: BendedModule, fn: str, x: torch.Tensor) -> Any:
     """Trace ``fn`` with ``x`` as its first argument (whatever the argument's name) and return
     what it gave; the model's own error, if it refuses ``x``, as a :class:`TorchbendError`
     that says why."""
-    names = bended.view().signature(fn).names
-    if not names:
+    first = bended.view().signature(fn).first
+    if first is None:
         raise TorchbendError(f"{fn} takes no argument to feed audio to")
-    inputs: dict[str, Any] = {names[0]: x}
+    inputs: dict[str, Any] = {first: x}
     try:
         _, out = cast(tuple[Any, Any], bended.trace(fn, return_out=True, **inputs))
     except Exception as e:  # the model's own code refused the input, or the tracer did

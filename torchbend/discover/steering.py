@@ -128,10 +128,10 @@ def _activation(
 ) -> tuple[str, torch.Tensor]:
     """The name and the value of the one activation ``node`` matches, on ``sound``."""
     x = _batch(sound, which)
-    names = bended.view().signature(fn).names
-    if not names:
+    first = bended.view().signature(fn).first
+    if first is None:
         raise BendingError(f"{fn} takes no argument to feed sound {which} to")
-    inputs: dict[str, Any] = {names[0]: x}
+    inputs: dict[str, Any] = {first: x}
     module = bended.module
     reset_cache(module)
     try:

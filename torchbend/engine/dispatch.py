@@ -11,6 +11,7 @@ import torch.fx
 
 from ..errors import TracingError, did_you_mean
 from ..tracing import TracedGraph, fact_reader, is_guard, kind_of, record_of
+from ..tracing.binding import extra_index, extra_name, is_input_name
 from ..tracing.facts import describe_fact
 from .folding import FoldedGraph
 
@@ -18,47 +19,119 @@ __all__ = ["Entry", "Method", "Signature", "signature_of"]
 
 
 class Signature:
-    """Binds call arguments of a method to its parameter names, quickly."""
+    """Binds call arguments of a method to its input names, quickly.
+
+    Inputs are named as :mod:`torchbend.tracing.binding` says: a parameter by its name, the
+    positional extras of ``*args`` by the parameter's name and their position (``args_0``),
+    what ``**kwargs`` takes by the name it was given. The ``*args`` parameter's name given
+    by keyword takes the positional extras as a tuple (``args=(y, z)``), for the callers
+    that give inputs by name only (``trace``, exports, ``get_activations``).
+    """
 
     def __init__(self, owner: str, method: str, fn: Callable[..., Any] | inspect.Signature) -> None:
         sig = fn if isinstance(fn, inspect.Signature) else inspect.signature(fn)
         self.text = f"{owner}.{method}{sig}"
         params = list(sig.parameters.values())
-        if any(p.kind is p.VAR_POSITIONAL for p in params):
-            raise TracingError(
-                f"{self.text} takes *args, which cannot be traced by name; wrap it in a method "
-                "with named arguments."
-            )
+        self.star = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
+        """The name of the ``*args`` parameter, if any."""
+        self.keywords = any(p.kind is p.VAR_KEYWORD for p in params)
+        """Whether the method takes ``**kwargs``."""
         self.positional = [
             p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         ]
-        self.names = [p.name for p in params if p.kind is not p.VAR_KEYWORD]
+        self.names = [p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+        """The names of the parameters, ``*args`` and ``**kwargs`` left out."""
         self.defaults = {p.name: p.default for p in params if p.default is not p.empty}
         self.known = frozenset(self.names)
+        self.plain = self.star is None and not self.keywords
+        self.first = (
+            self.names[0] if self.names else None if self.star is None else extra_name(self.star, 0)
+        )
+        """The name of the first input (what a signal is fed to), or ``None`` if none."""
 
     def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         if not kwargs and len(args) == len(self.names) == len(self.positional):
             return dict(zip(self.names, args))
+        extras: Sequence[Any] = ()
         if len(args) > len(self.positional):
-            raise TracingError(
-                f"{self.text} takes {len(self.positional)} positional argument(s), got {len(args)}"
-            )
+            if self.star is None:
+                raise TracingError(
+                    f"{self.text} takes {len(self.positional)} positional argument(s), "
+                    f"got {len(args)}"
+                )
+            args, extras = args[: len(self.positional)], args[len(self.positional) :]
         inputs = dict(zip(self.positional, args))
+        others: dict[str, Any] = {}
+        numbered: dict[int, Any] = {}
         for k, v in kwargs.items():
-            if k not in self.known:
+            if k == self.star:
+                extras = self._extras(v, extras)
+            elif k in self.known:
+                if k in inputs:
+                    raise TracingError(f"{self.text} got argument {k!r} twice")
+                inputs[k] = v
+            elif (index := extra_index(self.star, k)) is not None:  # as bound: args_0...
+                numbered[index] = v
+            elif self.keywords and is_input_name(k):
+                others[k] = v
+            elif self.keywords:
+                raise TracingError(
+                    f"{self.text} takes {k!r} through **kwargs: inputs of a traced method are "
+                    "named by Python identifiers (their graph's placeholders)"
+                )
+            else:
                 raise TracingError(
                     f"{self.text} has no argument {k!r}" + did_you_mean(k, self.names)
                 )
-            if k in inputs:
-                raise TracingError(f"{self.text} got argument {k!r} twice")
-            inputs[k] = v
+        if numbered:
+            extras = self._extras(self._numbered(numbered), extras)
         if len(inputs) < len(self.names):
             for name in self.names:
                 if name not in inputs:
                     if name not in self.defaults:
                         raise TracingError(f"{self.text} is missing argument {name!r}")
                     inputs[name] = self.defaults[name]
-        return inputs
+        if self.plain:
+            return inputs
+        return self._flat(inputs, extras, others)
+
+    def order(self, inputs: dict[str, Any]) -> list[str]:
+        """The names of bound ``inputs`` in the order of the signature (their graph's)."""
+        return self.names if self.plain else list(inputs)
+
+    def _numbered(self, numbered: dict[int, Any]) -> list[Any]:
+        """The positional extras given by their names (``args_0``, ``args_1``...)."""
+        if sorted(numbered) != list(range(len(numbered))):
+            given = ", ".join(extra_name(str(self.star), i) for i in sorted(numbered))
+            raise TracingError(
+                f"{self.text} got {given}: the positional extras of *{self.star}, named, are "
+                f"numbered from 0 without a gap"
+            )
+        return [numbered[i] for i in range(len(numbered))]
+
+    def _extras(self, value: Any, given: Sequence[Any]) -> Sequence[Any]:
+        """The positional extras given by the ``*args`` parameter's name."""
+        if given:
+            raise TracingError(f"{self.text} got *{self.star} both by position and by name")
+        if not isinstance(value, (tuple, list)):
+            raise TracingError(
+                f"{self.text}: {self.star}= takes the positional extras of *{self.star} as a "
+                f"tuple, e.g. {self.star}=(y,), got {type(value).__name__}"
+            )
+        return value
+
+    def _flat(
+        self, inputs: dict[str, Any], extras: Sequence[Any], others: dict[str, Any]
+    ) -> dict[str, Any]:
+        """``inputs`` in the order of the signature, the extras in their places."""
+        flat = {n: inputs[n] for n in self.positional}
+        if self.star is not None:
+            for i, value in enumerate(extras):
+                flat[extra_name(self.star, i)] = value
+        for name in self.names:
+            flat.setdefault(name, inputs[name])
+        flat.update(others)
+        return flat
 
 
 class Entry:
@@ -71,12 +144,9 @@ class Entry:
         self.facts = result.guard_facts
         self.readers = tuple(fact_reader(f) for f in result.guard_facts)
         self.names = tuple(names)
+        """The names of the inputs it was traced with (see :class:`Signature`)."""
         self.keys: set[tuple[Any, ...]] = set()
-        self.input_names = tuple(
-            str(n.target)
-            for n in result.nodes
-            if n.op == "placeholder" and not str(n.target).startswith("*")
-        )
+        self.input_names = tuple(str(n.target) for n in result.nodes if n.op == "placeholder")
         assert set(self.input_names) <= set(names)
         self.shapes: dict[str, set[tuple[int, ...]]] = {}
         """The shapes each tensor activation had in the traces this graph serves (one per
@@ -100,10 +170,13 @@ class Entry:
 
     def key(self, inputs: dict[str, Any]) -> tuple[Any, ...]:
         """The guard key of ``inputs``: the kinds of all arguments (``None`` or a tensor, an
-        ``int`` or a ``float``...), the plain attributes of the modules the trace ran through
-        (``training``, flags), the grad mode if the trace read it, then the facts the
-        graph's decisions read."""
-        kinds = tuple(kind_of(inputs[n]) for n in self.names)
+        ``int`` or a ``float``...) and their number (``*args`` and ``**kwargs`` may take
+        more), the plain attributes of the modules the trace ran through (``training``,
+        flags), the grad mode if the trace read it, then the facts the graph's decisions
+        read."""
+        kinds = (*(kind_of(inputs.get(n, _ABSENT)) for n in self.names), len(inputs))
+        if kinds[-1] != len(self.names) or _Absent in kinds:  # other inputs: no graph of these
+            return (kinds, None, False)
         state = tuple(s.current() for s in self.result.module_state)
         if self.result.grad_mode is not None:
             state += (torch.is_grad_enabled(),)
@@ -123,6 +196,9 @@ class Entry:
         for name, now, then in zip(self.names, kinds, known[0]):
             if now != then:
                 return f"argument {name!r} is {_kind_name(now)}, traced as {_kind_name(then)}"
+        if kinds[-1] != known[0][-1]:
+            extra = ", ".join(repr(n) for n in inputs if n not in self.names)
+            return f"the call gives inputs the trace was not given ({extra})"
         if state != known[1]:
             return "an attribute of a module the trace ran (training, a flag) or the grad mode"
         if not held:
@@ -180,7 +256,16 @@ def _same_constants(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> b
     )
 
 
+class _Absent:
+    """The kind of an input a call does not give (an item of ``*args`` or ``**kwargs``)."""
+
+
+_ABSENT = _Absent()
+
+
 def _kind_name(kind: Any) -> str:
+    if kind is _Absent:
+        return "not given"
     if isinstance(kind, tuple):
         return f"a {kind[0].__name__} of {len(kind[1])}"
     return "None" if kind is type(None) else f"a {kind.__name__}"

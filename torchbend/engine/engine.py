@@ -134,14 +134,17 @@ class Engine:
 
     # -- tracing and calling ------------------------------------------------------------------
 
-    def trace(self, fn: str, inputs: dict[str, Any]) -> tuple[TracedGraph, Any]:
-        """Trace ``fn`` on ``inputs``, with the backend ``_backend`` (or ``backend``, when
-        ``fn`` takes no argument of that name) names if given; the graph and its outputs."""
+    def trace(
+        self, fn: str, inputs: dict[str, Any], args: Sequence[Any] = ()
+    ) -> tuple[TracedGraph, Any]:
+        """Trace ``fn`` on ``args`` and ``inputs``, with the backend ``_backend`` (or
+        ``backend``, when ``fn`` takes no argument of that name) names if given; the graph
+        and its outputs."""
         backend = inputs.pop("_backend", None)
         if backend is None and "backend" not in self.table.method(fn).signature.names:
             backend = inputs.pop("backend", None)
         override = None if backend is None else self.backend_named(backend)
-        entry, result = self.table.trace(fn, inputs, override)
+        entry, result = self.table.trace(fn, inputs, override, args)
         return entry.graph, result.outputs
 
     def call(self, fn: str, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:

@@ -74,7 +74,7 @@ class EntryTracer:
         def trace(each: TracingBackend) -> Entry:
             with RandomState(self.hooks.generators()).replayed():
                 result = each.trace(self.module, method.name, inputs, _unbent)
-            entry = Entry(result, self.module.training, method.signature.names)
+            entry = Entry(result, self.module.training, method.signature.order(inputs))
             entry.backend = each.name
             return entry
 
@@ -152,7 +152,7 @@ class EntryTracer:
                     entry.keys.add(entry.key(inputs))
                     entry.remember(result)
                 return entry, result
-        entry = Entry(result, training, method.signature.names)
+        entry = Entry(result, training, method.signature.order(inputs))
         entry.backend = backend.name
         entry.keys.add(entry.key(inputs))
         entry.example = dict(inputs)

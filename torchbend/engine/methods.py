@@ -106,8 +106,9 @@ class MethodTable:
         if not isinstance(fn, str):
             raise TracingError(
                 f"a method is named by a string, got {type(fn).__name__} "
-                f"{_short(fn)}; inputs are given by argument name, e.g. "
-                f"bended.trace('forward', {self._first_argument()}=...)"
+                f"{_short(fn)}; inputs follow the method's name, e.g. "
+                f"bended.trace('forward', {self._first_argument()}=...) or "
+                "bended.trace('forward', x, y)"
             )
         method = self._methods.get(fn)
         if method is None:
@@ -149,14 +150,18 @@ class MethodTable:
     # -- tracing ---------------------------------------------------------------------------------
 
     def trace(
-        self, fn: str, inputs: dict[str, Any], backend: Backend | None = None
+        self,
+        fn: str,
+        inputs: dict[str, Any],
+        backend: Backend | None = None,
+        args: Sequence[Any] = (),
     ) -> tuple[Entry, TracedGraph]:
-        """Trace ``fn`` on ``inputs`` (by name), with ``backend`` rather than the table's if
-        given; the new graph becomes ``fn``'s current one."""
+        """Trace ``fn`` on ``args`` (by position) and ``inputs`` (by name), with ``backend``
+        rather than the table's if given; the new graph becomes ``fn``'s current one."""
         by_keys = keyword_call(self.module, inputs) if self.tensordict and fn == "forward" else None
         method = self.method(fn)
         try:
-            bound = method.signature.bind((), by_keys[0] if by_keys else inputs)
+            bound = method.signature.bind(args, by_keys[0] if by_keys else inputs)
             entry, result = self.tracer.trace(method, bound, backend=backend)
         except Exception:
             if not method.entries:

@@ -23,6 +23,7 @@ import torch
 
 from ..errors import ExportError
 from ..tracing.facts import kind_of
+from ..tracing.placeholders import parameter_types
 
 if TYPE_CHECKING:
     from ..engine.dispatch import Entry
@@ -74,12 +75,6 @@ def method_arguments(view: BendedView, method: str, entry: Entry) -> list[Export
     the argument that TorchScript cannot take."""
     where = f"{view.owner}.{method}"
     placeholders = {str(n.target): n for n in entry.graph.nodes if n.op == "placeholder"}
-    starred = [p for p in placeholders if p.startswith("*")]
-    if starred:
-        raise ExportError(
-            f"cannot export {where}: it takes {', '.join(starred)}, which TorchScript cannot; "
-            "wrap it in a method with named arguments"
-        )
     defaults = view.signature(method).defaults
     hints = _hints(getattr(view.module, method, None))
     arguments = []
@@ -112,13 +107,8 @@ def method_arguments(view: BendedView, method: str, entry: Entry) -> list[Export
 
 
 def _hints(fn: Any) -> dict[str, Any]:
-    """The annotations of ``fn`` as types (``{}`` if they cannot be resolved)."""
-    if fn is None:
-        return {}
-    try:
-        return typing.get_type_hints(inspect.unwrap(fn))
-    except Exception:  # an annotation naming something not importable here
-        return {}
+    """The annotations of ``fn`` that are types (``{}`` for no function)."""
+    return {} if fn is None else parameter_types(fn)
 
 
 def _normalize(tp: Any, at: str) -> Any:

@@ -51,7 +51,9 @@ def check_one_graph(
         return
     in_channels, in_ratio = values[0], values[1]
     ratio = max(values[1], values[3], least)
-    first = bended.signature(method).names[0]
+    first = bended.signature(method).first
+    if first is None:
+        raise ExportError(f"method {method!r} takes no input for nn~ to feed a signal to")
     for batch in TEST_BATCHES:
         for size in buffer_sizes(ratio):
             x = torch.zeros(batch, in_channels, size // in_ratio)

@@ -103,7 +103,9 @@ def bended_for_export(
         # Batch 2: torch.export fixes sizes of 1; a buffer nn~ gives, of whole frames.
         size = max(in_ratio, out_ratio, 2048) // in_ratio
         x = torch.randn(2, in_channels, size, generator=generator)
-        first = bended.view().signature(method).names[0]
+        first = bended.view().signature(method).first
+        if first is None:
+            raise ExportError(f"method {method!r} takes no input for nn~ to feed a signal to")
         try:
             bended.trace(method, **{first: x})  # type: ignore[arg-type]
         except TracingError as e:

@@ -123,7 +123,7 @@ class BendingTracer(RootCallTracer):
     def root_call(
         self, root_fn: Callable[..., Any], is_module: bool
     ) -> tuple[Callable[..., Any], list[Any]]:
-        return root_call(self, root_fn, is_module)
+        return root_call(self, root_fn, is_module, list(self._inputs))
 
     def proxy(self, node: Node) -> torch.fx.Proxy:
         return ConcreteProxy(node, self)
@@ -286,22 +286,21 @@ class BendingTracer(RootCallTracer):
 
     def _placeholder(self, proxy: torch.fx.Proxy) -> Any:
         node = proxy.node
-        name = str(node.target).lstrip("*")
+        name = str(node.target)
         if name in self._inputs:
             value = self._inputs[name]
         elif node.args:
             value = node.args[0]
         else:
-            value = (
-                ()
-                if str(node.target).startswith("*") and not str(node.target).startswith("**")
-                else {}
+            raise TracingError(
+                f"{type(self.root).__name__}.{self.traced_func_name} is traced without a value "
+                f"for its argument {name!r}"
             )
         if self.on_value is not None and isinstance(value, torch.Tensor):
             value = self._concrete_hook(node, value)
         self._values[node] = value
         if not is_proxied_input(value) or (self.numbers_as_values and type(value) in (int, float)):
-            # ``*args``/``**kwargs`` left empty are no input of the call: nothing to guard.
+            # A default (the call did not give it) is no input of the call: nothing to guard.
             deps = frozenset({(name, "value", None)}) if name in self._inputs else frozenset()
             self._concrete_inputs.append(name)
             self._facts.update(deps)

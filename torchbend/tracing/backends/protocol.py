@@ -11,6 +11,7 @@ import torch
 import torch.fx
 from torch import nn
 
+from ..binding import spread
 from ..records import TracedGraph
 from ..tensordict import TensorDictProgram, is_tensordict_module
 
@@ -57,11 +58,10 @@ Backend = TracingBackend | AutoBackend
 
 
 def call_method(root: nn.Module, method: str, inputs: dict[str, Any]) -> Any:
-    """``root.<method>`` called on ``inputs`` (by argument name), as the user's code would."""
+    """``root.<method>`` called on ``inputs`` (by argument name, the items of ``*args`` and
+    ``**kwargs`` named as :mod:`~torchbend.tracing.binding` says), as the user's code would."""
     if method == "forward" and is_tensordict_module(root):
         root = TensorDictProgram(root)
     fn = getattr(root, method)
-    params = inspect.signature(fn).parameters.values()
-    only = [p.name for p in params if p.kind is p.POSITIONAL_ONLY]
-    kwargs = {k: v for k, v in inputs.items() if k not in only}
-    return fn(*[inputs[n] for n in only], **kwargs)
+    args, kwargs = spread(list(inspect.signature(fn).parameters.values()), inputs)
+    return fn(*args, **kwargs)
