@@ -128,7 +128,7 @@ def test_cut_from_drops_checks_of_decisions_taken_before_the_activations():
 def test_strip_guards_removes_every_check():
     _, result = traced()
     graph, _ = copy_graph(result)
-    assert strip_guards(graph) == 1
+    assert strip_guards(graph) == (1, [])
     assert not any(is_guard(n) for n in graph.nodes)
-    assert strip_guards(graph) == 0
+    assert strip_guards(graph) == (0, [])
     assert any(is_guard(n) for n in result.nodes)

@@ -4,10 +4,11 @@ assignments the graph performs, and guarded so that a call after one retraces.""
 from __future__ import annotations
 
 import itertools
+import re
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -21,8 +22,10 @@ __all__ = [
     "assign_attribute",
     "assigned_since",
     "identity_guards",
+    "in_leaf",
     "is_assignment",
     "is_tensor_like",
+    "record_assignments",
 ]
 
 _KEYS: weakref.WeakKeyDictionary[nn.Module, int] = weakref.WeakKeyDictionary()
@@ -142,3 +145,39 @@ def identity_guards(modules: Iterable[nn.Module]) -> tuple[ModuleState, ...]:
 
         guards.append(ModuleState(weakref.ref(m), read, read(vars(m))))
     return tuple(guards)
+
+
+class _Tracer(Protocol):
+    def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool: ...
+
+    def create_arg(self, a: Any) -> Any: ...
+
+    def create_node(
+        self, kind: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str
+    ) -> torch.fx.Node: ...
+
+
+def in_leaf(tracer: _Tracer, root: nn.Module) -> Callable[[nn.Module, str], bool]:
+    """Whether a module (by path) is a leaf of ``tracer``'s graphs or inside one."""
+    leaves = [
+        f"{path}."
+        for path, m in root.named_modules(remove_duplicate=False)
+        if path and tracer.is_leaf_module(m, path)
+    ]
+    return lambda _, path: any(f"{path}.".startswith(p) for p in leaves)
+
+
+def record_assignments(tracer: _Tracer, graph: torch.fx.Graph, assigned: list[Assigned]) -> None:
+    """Attributes forward replaced (``self.pe = longer``, ``register_buffer``), assigned by
+    the graph at its end as eager code leaves them; the module is put back as it was (tracing
+    is not a call)."""
+    from .records import NodeRecord, set_record  # records read flow, which reads this module
+
+    output = next(n for n in reversed(graph.nodes) if n.op == "output")
+    with graph.inserting_before(output):
+        for a in assigned:
+            args = (*a.arguments(), tracer.create_arg(a.value))
+            name = "assign_" + re.sub(r"\W", "_", a.label)
+            node = tracer.create_node("call_function", assign_attribute, args, {}, name)
+            set_record(node, NodeRecord(static=True, shape_deps=frozenset()))
+            a.undo()

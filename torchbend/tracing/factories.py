@@ -15,7 +15,7 @@ from .operations import FACTORIES
 from .swaps import swapped
 from .values import has_proxy
 
-__all__ = ["generator_at", "legacy_tensor", "traced_factories"]
+__all__ = ["generator_at", "held_across_calls", "legacy_tensor", "traced_factories"]
 
 # Factories taking their size as ``*size`` (``torch.ones(b, c)``) as well as one sequence.
 _VARARG_SIZES = ("zeros", "ones", "empty", "rand", "randn")
@@ -153,3 +153,11 @@ def generator_at(device: str, state: torch.Tensor) -> torch.Generator:
     generator = torch.Generator(device)
     generator.set_state(state)
     return generator
+
+
+def held_across_calls(generator: torch.Generator, root: torch.nn.Module, inputs: Any) -> bool:
+    """Whether ``generator`` lives across calls: torch's default one, an input, or an
+    attribute of a module (draws from it go on where the last call left it)."""
+    if generator is torch.default_generator or any(generator is v for v in inputs.values()):
+        return True
+    return any(generator is v for m in root.modules() for v in vars(m).values())

@@ -6,7 +6,6 @@ import inspect
 import linecache
 import math
 import numbers
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
 
@@ -15,16 +14,10 @@ import torch.fx
 from torch.fx.node import Argument, Node
 
 from ..errors import TracingError
-from .assignments import (
-    Assigned,
-    assign_attribute,
-    assigned_since,
-    identity_guards,
-    snapshot,
-)
+from .assignments import assigned_since, identity_guards, in_leaf, record_assignments, snapshot
 from .attributes import module_state, runs_user_code
 from .compat import RootCallTracer, recorded_node, target_name
-from .factories import generator_at, traced_factories
+from .factories import generator_at, held_across_calls, traced_factories
 from .facts import Fact
 from .flow import READERS, FlowStep, check_decision, is_guard
 from .introspection import decision_file, user_inspection
@@ -99,9 +92,9 @@ class BendingTracer(RootCallTracer):
         self._modules, self.grad_mode_read = {id(root): root}, False
         try:
             with restore_state(root), traced_factories(self), user_inspection(self):
-                before = snapshot(root, self._in_leaf(root))
+                before = snapshot(root, in_leaf(self, root))
                 graph = self.trace(root)
-                self._assignments(graph, assigned_since(before))
+                record_assignments(self, graph, assigned_since(before))
             outputs = self._finalize(graph)
         finally:
             self._values = {}  # graphs keep no example values
@@ -167,7 +160,7 @@ class BendingTracer(RootCallTracer):
         if isinstance(a, torch.Tensor) and not isinstance(a, torch.nn.Parameter):
             if a not in self.tensor_attrs and not any(a is b for _, b in self.root.named_buffers()):
                 return self._constant(a)
-        if isinstance(a, torch.Generator) and not self._persistent(a):
+        if isinstance(a, torch.Generator) and not held_across_calls(a, self.root, self._inputs):
             # Made in forward (it is no attribute, no input): each call makes it anew, in the
             # state the draw found it in (its seed, when traced, is a fact of the graph).
             state = self._constant(a.get_state())
@@ -387,38 +380,6 @@ class BendingTracer(RootCallTracer):
         self._values[node] = tensor
         set_record(node, NodeRecord(static=True, shape_deps=frozenset()))
         return node
-
-    def _in_leaf(self, root: torch.nn.Module) -> Callable[[torch.nn.Module, str], bool]:
-        """Whether a module (by path) is a leaf of graphs or inside one."""
-        leaves = [
-            f"{path}."
-            for path, m in root.named_modules(remove_duplicate=False)
-            if path and self.is_leaf_module(m, path)
-        ]
-        return lambda _, path: any(f"{path}.".startswith(p) for p in leaves)
-
-    def _assignments(self, graph: torch.fx.Graph, assigned: list[Assigned]) -> None:
-        """Attributes forward replaced (``self.pe = longer``, ``register_buffer``), assigned
-        by the graph at its end as eager code leaves them; the module is put back as it was
-        (tracing is not a call)."""
-        output = next(n for n in reversed(graph.nodes) if n.op == "output")
-        with graph.inserting_before(output):
-            for a in assigned:
-                args = (*a.arguments(), self.create_arg(a.value))
-                name = "assign_" + re.sub(r"\W", "_", a.label)
-                node = self.create_node("call_function", assign_attribute, args, {}, name)
-                set_record(node, NodeRecord(static=True, shape_deps=frozenset()))
-                a.undo()
-
-    def _persistent(self, generator: torch.Generator) -> bool:
-        """Whether ``generator`` lives across calls: torch's default one, an input's, or an
-        attribute of a module (draws from it go on where the last call left it)."""
-        if generator is torch.default_generator or any(
-            generator is v for v in self._inputs.values()
-        ):
-            return True
-        assert self.root is not None
-        return any(generator is v for m in self.root.modules() for v in vars(m).values())
 
     # -- after tracing -------------------------------------------------------------------------
 
