@@ -20,7 +20,7 @@ from .factories import traced_factories
 from .facts import Fact
 from .flow import READERS, FlowStep, check_decision, is_guard
 from .introspection import decision_file, user_inspection
-from .objects import class_key, object_fields, rebuild_object
+from .objects import check_object_input, class_key, holds_node, object_fields, rebuild_object
 from .operations import PURE_FUNCTIONS, SHAPE_ATTRIBUTES, SHAPE_METHODS, returns_none
 from .placeholders import root_call
 from .propagation import input_record, record_call
@@ -152,7 +152,7 @@ class BendingTracer(RootCallTracer):
             if a not in self.tensor_attrs and not any(a is b for _, b in self.root.named_buffers()):
                 return self._constant(a)
         fields = None if isinstance(a, torch.nn.Module) else object_fields(a)
-        if fields is not None and has_proxy(fields):
+        if fields is not None and holds_node(fields, _is_proxy):
             items, attributes = fields
             args = (class_key(type(a)), items, attributes)
             return self.create_proxy("call_function", rebuild_object, args, {}).node
@@ -278,6 +278,7 @@ class BendingTracer(RootCallTracer):
             value = self._concrete_hook(node, value)
         self._values[node] = value
         if not is_proxied_input(value):
+            check_object_input(f"{type(self.root).__name__}.{self.traced_func_name}", name, value)
             # ``*args``/``**kwargs`` left empty are no input of the call: nothing to guard.
             deps = frozenset({(name, "value", None)}) if name in self._inputs else frozenset()
             self._concrete_inputs.append(name)
@@ -390,3 +391,7 @@ class BendingTracer(RootCallTracer):
             set_record(node, describe(record_of(node), self._values.get(node)))
         graph.lint()
         return outputs
+
+
+def _is_proxy(value: Any) -> bool:
+    return isinstance(value, torch.fx.Proxy)
