@@ -1121,6 +1121,41 @@ ATTENTION: list[ZooModel] = [
 ]
 
 
+# -- issue 31: transformers called with their defaults; chunking arithmetic ---------------------
+
+_DEFAULT_CALL = {k: v for k, v in _TINY_DECODER.items() if k != "use_cache"}
+
+DEFAULTS: list[ZooModel] = [
+    ZooModel(
+        "LlamaForCausalLM(use_cache)",
+        "transformers",
+        "decoder LLM called with its defaults: returns a DynamicCache",
+        _hf("LlamaForCausalLM", "LlamaConfig", _tokens, **_DEFAULT_CALL),
+    ),
+    ZooModel(
+        "Qwen2ForCausalLM(use_cache)",
+        "transformers",
+        "decoder LLM called with its defaults: returns a DynamicCache",
+        _hf("Qwen2ForCausalLM", "Qwen2Config", _tokens, **_DEFAULT_CALL),
+    ),
+]
+
+CHUNKED: list[ZooModel] = [
+    ZooModel(
+        "BertModel(chunked feed-forward)",
+        "transformers",
+        "encoder whose feed-forward runs in chunks of the sequence (apply_chunking_to_forward)",
+        _hf(
+            "BertModel",
+            "BertConfig",
+            _tokens,
+            **_TINY_ENCODER,
+            chunk_size_feed_forward=3,
+        ),
+    ),
+]
+
+
 ALL: list[ZooModel] = [
     *TRANSFORMERS,
     *DIFFUSERS,
@@ -1132,6 +1167,8 @@ ALL: list[ZooModel] = [
     *NNAUDIO,
     *EINOPS,
     *ATTENTION,
+    *DEFAULTS,
+    *CHUNKED,
 ]
 
 KNOWN_FAILING: dict[str, str] = {}

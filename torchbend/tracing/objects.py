@@ -14,10 +14,10 @@ from ..errors import TracingError
 
 __all__ = [
     "attribute_at",
+    "check_object_input",
     "class_key",
     "find_class",
     "holds_node",
-    "check_object_input",
     "object_fields",
     "rebuild_object",
     "rebuilt",
