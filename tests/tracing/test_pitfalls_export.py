@@ -9,6 +9,7 @@ from torch import nn
 
 import torchbend as tb
 from tests.tracing.test_pitfalls import check_calls
+from tests.tracing.test_pitfalls_modules import _tiny_llama
 from torchbend.tracing.backends import exported
 
 # -- a cache object built in forward and returned (transformers' DynamicCache) ---------------
@@ -141,18 +142,8 @@ def test_both_exports_failing_names_both(monkeypatch):
 
 @pytest.mark.slow
 def test_llama_called_with_its_defaults_returns_the_cache_eager_returns():
-    transformers = pytest.importorskip("transformers")
-    config = transformers.LlamaConfig(
-        vocab_size=50,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=64,
-    )
     torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(config).eval()
+    model = _tiny_llama()
     ids = torch.randint(0, 50, (1, 6), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         eager = model(input_ids=ids)

@@ -1125,19 +1125,17 @@ ATTENTION: list[ZooModel] = [
 
 _DEFAULT_CALL = {k: v for k, v in _TINY_DECODER.items() if k != "use_cache"}
 
+
+def _default_call(model: str, prefix: str) -> ZooModel:
+    """A decoder called as transformers' defaults have it: ``use_cache=True``, a cache out."""
+    family = "decoder LLM called with its defaults: returns a DynamicCache"
+    build = _hf(model, f"{prefix}Config", _tokens, **_DEFAULT_CALL)
+    return ZooModel(f"{model}(use_cache)", "transformers", family, build)
+
+
 DEFAULTS: list[ZooModel] = [
-    ZooModel(
-        "LlamaForCausalLM(use_cache)",
-        "transformers",
-        "decoder LLM called with its defaults: returns a DynamicCache",
-        _hf("LlamaForCausalLM", "LlamaConfig", _tokens, **_DEFAULT_CALL),
-    ),
-    ZooModel(
-        "Qwen2ForCausalLM(use_cache)",
-        "transformers",
-        "decoder LLM called with its defaults: returns a DynamicCache",
-        _hf("Qwen2ForCausalLM", "Qwen2Config", _tokens, **_DEFAULT_CALL),
-    ),
+    _default_call("LlamaForCausalLM", "Llama"),
+    _default_call("Qwen2ForCausalLM", "Qwen2"),
 ]
 
 CHUNKED: list[ZooModel] = [
