@@ -78,6 +78,11 @@ def test_a_cache_object_built_in_forward_is_rebuilt_from_the_graph():
     )
 
 
+def test_a_cache_object_built_in_forward_is_rebuilt_from_an_exported_program():
+    x = torch.randn(1, 5, 4)
+    check_calls(CachedAttention, {"x": x}, {"x": torch.randn(1, 3, 4)}, backend="export")
+
+
 def test_a_bent_activation_moves_the_cache_and_reset_is_bit_exact():
     torch.manual_seed(0)
     bended = tb.BendedModule(CachedAttention())
@@ -97,12 +102,13 @@ class CacheIn(nn.Module):
         return x + cache.layers[0].keys.sum()
 
 
-def test_a_cache_object_passed_in_is_refused_clearly():
+@pytest.mark.parametrize("backend", ["concrete", "export"])
+def test_a_cache_object_passed_in_is_refused_clearly(backend):
     cache = Cache()
     cache.update(torch.ones(1, 2, 4), torch.ones(1, 2, 4), 0)
     with pytest.raises(tb.TracingError, match=r"'cache' is a Cache holding tensors"):
-        tb.BendedModule(CacheIn(), backend="concrete").trace(x=torch.randn(3), cache=cache)
-    assert isinstance(cache.layers[0].keys, torch.Tensor)  # not written to by the trace
+        tb.BendedModule(CacheIn(), backend=backend).trace(x=torch.randn(3), cache=cache)
+    assert type(cache.layers[0].keys) is torch.Tensor  # not written to by the trace
 
 
 # -- an export whose dynamic sizes fail: static sizes, guarded ------------------------------
@@ -141,13 +147,14 @@ def test_both_exports_failing_names_both(monkeypatch):
 
 
 @pytest.mark.slow
-def test_llama_called_with_its_defaults_returns_the_cache_eager_returns():
+@pytest.mark.parametrize("backend", ["concrete", "export"])
+def test_llama_called_with_its_defaults_returns_the_cache_eager_returns(backend):
     torch.manual_seed(0)
     model = _tiny_llama()
     ids = torch.randint(0, 50, (1, 6), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         eager = model(input_ids=ids)
-        bended = tb.BendedModule(model, backend="concrete")
+        bended = tb.BendedModule(model, backend=backend)
         bended.trace(input_ids=ids)
         got = bended(input_ids=ids)
     assert type(got.past_key_values) is type(eager.past_key_values)

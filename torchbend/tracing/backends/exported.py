@@ -22,9 +22,13 @@ from torch import nn
 
 from ...errors import TracingError
 from ..attributes import module_state
+from ..compat import pytree
 from ..facts import Fact
 from ..introspection import is_user_file
+from ..objects import check_object_input
 from ..records import TracedGraph
+from ..values import is_proxied_input
+from .packing import Packer
 from .program_graph import program_guards, quiet, rebuild_program, signature_facts, summary
 from .protocol import ValueHook, call_method
 
@@ -40,9 +44,11 @@ class _Call(nn.Module):
         self.root = root
         self.method = method
         self.names = names or []
+        self.packer = Packer()
 
     def forward(self, *args: Any, **inputs: Any) -> Any:
-        return call_method(self.root, self.method, {**dict(zip(self.names, args)), **inputs})
+        out = call_method(self.root, self.method, {**dict(zip(self.names, args)), **inputs})
+        return self.packer.pack(out)
 
 
 class ExportBackend:
@@ -64,11 +70,16 @@ class ExportBackend:
         names = list(inputs)
         values = tuple(inputs.values())
         dynamic = all(v is None or isinstance(v, (torch.Tensor, bool, int, float)) for v in values)
+        for name, value in inputs.items():
+            if not is_proxied_input(value) and type(value) not in pytree.SUPPORTED_NODES:
+                check_object_input(owner, name, value)
         if not dynamic:  # containers of tensors: every size as it is
             call = _Call(root, method)
             program = _export(owner, lambda: torch.export.export(call, (), inputs, strict=False))
             gm = program.module()
-            graph, constants = rebuild_program(gm, root, program.call_spec.out_spec)
+            graph, constants = rebuild_program(
+                gm, root, program.call_spec.out_spec, unpack=call.packer.unpack
+            )
             facts, accepts = signature_facts(names), None
         else:
             graph, constants, facts, accepts = _read_dynamic(owner, root, method, names, values)
@@ -121,17 +132,20 @@ def _read_dynamic(
                 call, values, dynamic_shapes={"args": _auto_shapes(values)}, strict=False
             )
         gm = program.module()
-        graph, constants = rebuild_program(gm, root, program.call_spec.out_spec, leaves)
+        out_spec = program.call_spec.out_spec
+        graph, constants = rebuild_program(gm, root, out_spec, leaves, call.packer.unpack)
         facts, accepts = program_guards(gm, names, leaves)
         if accepts is not None and not accepts(dict(zip(names, values))):
             raise TracingError("its guards refuse the inputs it was exported on")
         return graph, constants, facts, accepts
     except Exception as dynamic:
         try:
+            call.packer = Packer()
             with quiet():
                 program = torch.export.export(call, values, strict=False)
             gm = program.module()
-            graph, constants = rebuild_program(gm, root, program.call_spec.out_spec, leaves)
+            out_spec = program.call_spec.out_spec
+            graph, constants = rebuild_program(gm, root, out_spec, leaves, call.packer.unpack)
             facts = _static_facts(names, values)
         except Exception as static:
             raise TracingError(

@@ -83,11 +83,16 @@ def program_guards(
 
 
 def rebuild_program(
-    gm: torch.fx.GraphModule, root: nn.Module, out_spec: Any, inputs: list[str] | None = None
+    gm: torch.fx.GraphModule,
+    root: nn.Module,
+    out_spec: Any,
+    inputs: list[str] | None = None,
+    unpack: Callable[[Any], Any] | None = None,
 ) -> tuple[torch.fx.Graph, dict[str, torch.Tensor]]:
     """The exported graph with plain placeholders (named ``inputs`` in order, if given) and
     output, named and recorded nodes, and weights read from ``root``'s paths; returns it and
-    the constants it reads."""
+    the constants it reads. ``unpack`` turns the output, unflattened, back into what the
+    method returned (objects the export packed into dicts)."""
     names = iter(inputs or [])
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
@@ -110,6 +115,7 @@ def rebuild_program(
             flat = node.args[0]
             flat = list(flat) if isinstance(flat, (list, tuple)) else [flat]
             value = pytree.tree_unflatten([arg(v) for v in flat], out_spec)
+            value = value if unpack is None else unpack(value)
             graph.output(rebuilt(value, partial(_object_node, graph)))
             continue
         elif node.op == "get_attr":
