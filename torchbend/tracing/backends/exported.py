@@ -108,6 +108,7 @@ def _user_line(e: BaseException) -> str:
 
 
 def _export(owner: str, export: Callable[[], torch.export.ExportedProgram]) -> Any:
+    """``export()``, quiet, its failure a :class:`TracingError` naming the user's line."""
     try:
         with quiet():
             return export()
