@@ -111,23 +111,31 @@ def holds_node(value: Any, is_node: Callable[[Any], bool]) -> bool:
     return False
 
 
-def rebuilt(value: Any, make: Callable[[type, dict[Any, Any] | None, dict[str, Any]], Any]) -> Any:
+def rebuilt(
+    value: Any,
+    make: Callable[[type, dict[Any, Any] | None, dict[str, Any]], Any],
+    unpack: Callable[[dict[Any, Any]], Any] | None = None,
+) -> Any:
     """``value`` (an output holding graph nodes) with each object :func:`object_fields` takes
-    apart replaced by ``make(cls, items, attributes)``, through tuples, lists and dicts."""
+    apart replaced by ``make(cls, items, attributes)``, through tuples, lists and dicts;
+    ``unpack`` turns a dict that stands for an object back into it (or gives ``None``)."""
     if isinstance(value, torch.fx.Node):
         return value
     if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
-        return type(value)(rebuilt(v, make) for v in value)
+        return type(value)(rebuilt(v, make, unpack) for v in value)
     if type(value) is dict:
-        return {k: rebuilt(v, make) for k, v in value.items()}
+        obj = None if unpack is None else unpack(value)
+        if obj is not None:
+            return rebuilt(obj, make, unpack)
+        return {k: rebuilt(v, make, unpack) for k, v in value.items()}
     fields = object_fields(value)
     if fields is None:
         return value
     items, attributes = fields
     return make(
         type(value),
-        None if items is None else {k: rebuilt(v, make) for k, v in items.items()},
-        {k: rebuilt(v, make) for k, v in attributes.items()},
+        None if items is None else {k: rebuilt(v, make, unpack) for k, v in items.items()},
+        {k: rebuilt(v, make, unpack) for k, v in attributes.items()},
     )
 
 

@@ -78,7 +78,7 @@ class ExportBackend:
             program = _export(owner, lambda: torch.export.export(call, (), inputs, strict=False))
             gm = program.module()
             graph, constants = rebuild_program(
-                gm, root, program.call_spec.out_spec, unpack=call.packer.unpack
+                gm, root, program.call_spec.out_spec, unpack=call.packer.unpacked
             )
             facts, accepts = signature_facts(names), None
         else:
@@ -134,7 +134,7 @@ def _read_dynamic(
             )
         gm = program.module()
         out_spec = program.call_spec.out_spec
-        graph, constants = rebuild_program(gm, root, out_spec, leaves, call.packer.unpack)
+        graph, constants = rebuild_program(gm, root, out_spec, leaves, call.packer.unpacked)
         facts, accepts = program_guards(gm, names, leaves)
         if accepts is not None and not accepts(dict(zip(names, values))):
             raise TracingError("its guards refuse the inputs it was exported on")
@@ -146,7 +146,7 @@ def _read_dynamic(
                 program = torch.export.export(call, values, strict=False)
             gm = program.module()
             out_spec = program.call_spec.out_spec
-            graph, constants = rebuild_program(gm, root, out_spec, leaves, call.packer.unpack)
+            graph, constants = rebuild_program(gm, root, out_spec, leaves, call.packer.unpacked)
             facts = _static_facts(names, values)
         except Exception as static:
             raise TracingError(

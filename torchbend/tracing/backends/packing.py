@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-import torch.fx
 from torch import nn
 
 from ..compat import pytree
@@ -65,31 +64,14 @@ class Packer:
         }
         return {f"{_MARK}{index}": packed}
 
-    def unpack(self, value: Any) -> Any:
-        """``value`` (the unflattened output of the program, holding graph nodes) with each
-        packed dict rebuilt into an object of its class."""
-        if not self.objects or isinstance(value, torch.fx.Node):
-            return value
-        if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
-            return type(value)(self.unpack(v) for v in value)
-        if type(value) is dict:
-            key = next(iter(value), None) if len(value) == 1 else None
-            if isinstance(key, str) and key.startswith(_MARK):
-                return self._rebuild(int(key.removeprefix(_MARK)), value[key])
-            return {k: self.unpack(v) for k, v in value.items()}
-        fields = object_fields(value)
-        if fields is None:
-            return value
-        items, attributes = fields
-        return rebuild_object(
-            type(value),
-            None if items is None else {k: self.unpack(v) for k, v in items.items()},
-            {k: self.unpack(v) for k, v in attributes.items()},
-        )
-
-    def _rebuild(self, index: int, packed: dict[str, Any]) -> Any:
-        cls, order, kept_items, kept = self.objects[index]
-        found = {k: self.unpack(v) for k, v in packed["items"].items()}
-        items = None if order is None else {k: {**kept_items, **found}[k] for k in order}
-        attributes = {**kept, **{k: self.unpack(v) for k, v in packed["attributes"].items()}}
-        return rebuild_object(cls, items, attributes)
+    def unpacked(self, value: dict[Any, Any]) -> Any:
+        """The object a dict of the program's output stands for (its fields holding graph
+        nodes, packed ones among them), or ``None`` for a dict that stands for none."""
+        key = next(iter(value), None) if len(value) == 1 else None
+        if not (isinstance(key, str) and key.startswith(_MARK)):
+            return None
+        cls, order, kept_items, kept = self.objects[int(key.removeprefix(_MARK))]
+        packed = value[key]
+        found = {**kept_items, **packed["items"]}
+        items = None if order is None else {k: found[k] for k in order}
+        return rebuild_object(cls, items, {**kept, **packed["attributes"]})

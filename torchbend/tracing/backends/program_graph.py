@@ -87,12 +87,12 @@ def rebuild_program(
     root: nn.Module,
     out_spec: Any,
     inputs: list[str] | None = None,
-    unpack: Callable[[Any], Any] | None = None,
+    unpack: Callable[[dict[Any, Any]], Any] | None = None,
 ) -> tuple[torch.fx.Graph, dict[str, torch.Tensor]]:
     """The exported graph with plain placeholders (named ``inputs`` in order, if given) and
     output, named and recorded nodes, and weights read from ``root``'s paths; returns it and
-    the constants it reads. ``unpack`` turns the output, unflattened, back into what the
-    method returned (objects the export packed into dicts)."""
+    the constants it reads. ``unpack`` turns a dict of the output back into the object it
+    stands for (objects the export packed into dicts), as :func:`rebuilt` takes it."""
     names = iter(inputs or [])
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
@@ -115,8 +115,7 @@ def rebuild_program(
             flat = node.args[0]
             flat = list(flat) if isinstance(flat, (list, tuple)) else [flat]
             value = pytree.tree_unflatten([arg(v) for v in flat], out_spec)
-            value = value if unpack is None else unpack(value)
-            graph.output(rebuilt(value, partial(_object_node, graph)))
+            graph.output(rebuilt(value, partial(_object_node, graph), unpack))
             continue
         elif node.op == "get_attr":
             target = _strip_root(str(node.target))
