@@ -389,9 +389,14 @@ def test_llama_logits_to_keep():
 
 
 @pytest.mark.slow
-def test_llama_cache_objects_are_a_clear_error():
-    with pytest.raises(tb.TracingError, match=r"DynamicCache.*use_cache=False"):
-        tb.BendedModule(_tiny_llama()).trace(input_ids=torch.zeros(1, 3, dtype=torch.long))
+def test_llama_cache_objects_passed_in_are_a_clear_error():
+    """The cache a call returns is rebuilt from the graph; one passed in is refused."""
+    model = _tiny_llama()
+    ids = torch.zeros(1, 3, dtype=torch.long)
+    with torch.no_grad():
+        cache = model(input_ids=ids).past_key_values
+    with pytest.raises(tb.TracingError, match=r"DynamicCache holding tensors"):
+        tb.BendedModule(model, backend="concrete").trace(input_ids=ids[:, :1], cache=cache)
 
 
 class GradMode(nn.Module):

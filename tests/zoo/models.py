@@ -1394,6 +1394,39 @@ SIGNATURES: list[ZooModel] = [
 ]
 
 
+# -- issue 31: transformers called with their defaults; chunking arithmetic ---------------------
+
+_DEFAULT_CALL = {k: v for k, v in _TINY_DECODER.items() if k != "use_cache"}
+
+
+def _default_call(model: str, prefix: str) -> ZooModel:
+    """A decoder called as transformers' defaults have it: ``use_cache=True``, a cache out."""
+    family = "decoder LLM called with its defaults: returns a DynamicCache"
+    build = _hf(model, f"{prefix}Config", _tokens, **_DEFAULT_CALL)
+    return ZooModel(f"{model}(use_cache)", "transformers", family, build)
+
+
+DEFAULTS: list[ZooModel] = [
+    _default_call("LlamaForCausalLM", "Llama"),
+    _default_call("Qwen2ForCausalLM", "Qwen2"),
+]
+
+CHUNKED: list[ZooModel] = [
+    ZooModel(
+        "BertModel(chunked feed-forward)",
+        "transformers",
+        "encoder whose feed-forward runs in chunks of the sequence (apply_chunking_to_forward)",
+        _hf(
+            "BertModel",
+            "BertConfig",
+            _tokens,
+            **_TINY_ENCODER,
+            chunk_size_feed_forward=3,
+        ),
+    ),
+]
+
+
 ALL: list[ZooModel] = [
     *TRANSFORMERS,
     *DIFFUSERS,
@@ -1408,6 +1441,8 @@ ALL: list[ZooModel] = [
     *IDIOMS,
     *SCRIPTED,
     *SIGNATURES,
+    *DEFAULTS,
+    *CHUNKED,
 ]
 
 KNOWN_FAILING: dict[str, str] = {}

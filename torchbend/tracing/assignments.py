@@ -14,7 +14,8 @@ import torch
 from torch import nn
 
 from .attributes import ModuleState
-from .compat import has_side_effect
+from .flow import effect
+from .records import NodeRecord, set_record
 
 __all__ = [
     "Assigned",
@@ -44,7 +45,7 @@ def _owner_key(module: nn.Module) -> int:
     return key
 
 
-@has_side_effect
+@effect
 def assign_attribute(owner: int, name: str, buffer: bool, value: Any) -> None:
     """What ``self.<name> = value`` (or ``register_buffer``) in forward did, done by a graph:
     to the wrapped module itself, as its eager call does."""
@@ -171,8 +172,6 @@ def record_assignments(tracer: _Tracer, graph: torch.fx.Graph, assigned: list[As
     """Attributes forward replaced (``self.pe = longer``, ``register_buffer``), assigned by
     the graph at its end as eager code leaves them; the module is put back as it was (tracing
     is not a call)."""
-    from .records import NodeRecord, set_record  # records read flow, which reads this module
-
     output = next(n for n in reversed(graph.nodes) if n.op == "output")
     with graph.inserting_before(output):
         for a in assigned:

@@ -8,10 +8,17 @@ from typing import Any
 
 import torch.fx
 
-from .assignments import assign_attribute
 from .compat import has_side_effect
 
-__all__ = ["READERS", "DecisionChanged", "FlowStep", "check_decision", "is_guard"]
+__all__ = [
+    "EFFECTS",
+    "READERS",
+    "DecisionChanged",
+    "FlowStep",
+    "check_decision",
+    "effect",
+    "is_guard",
+]
 
 
 @dataclass(frozen=True)
@@ -61,7 +68,17 @@ READERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-@has_side_effect
+EFFECTS: set[Callable[..., Any]] = set()
+"""Functions graphs call for their effect alone (they return nothing, are no activation)."""
+
+
+def effect(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark ``fn`` as a graph call made for its effect (kept by dead-code elimination too)."""
+    EFFECTS.add(fn)
+    return has_side_effect(fn)
+
+
+@effect
 def check_decision(value: Any, how: str, expected: Any, step: int) -> None:
     """Raise :class:`DecisionChanged` when ``value`` no longer gives the traced decision.
 
@@ -73,6 +90,6 @@ def check_decision(value: Any, how: str, expected: Any, step: int) -> None:
 
 
 def is_guard(node: torch.fx.Node) -> bool:
-    """Whether ``node`` is a :func:`check_decision` or an attribute's assignment: it runs for
-    its effect, returns nothing, and is no activation."""
-    return node.op == "call_function" and node.target in (check_decision, assign_attribute)
+    """Whether ``node`` calls an :data:`EFFECTS` function (:func:`check_decision`, an
+    attribute's assignment): it runs for its effect, returns nothing, and is no activation."""
+    return node.op == "call_function" and node.target in EFFECTS

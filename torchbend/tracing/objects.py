@@ -7,9 +7,21 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+import torch
 import torch.fx
 
-__all__ = ["attribute_at", "class_key", "find_class", "object_fields", "rebuild_object", "rebuilt"]
+from ..errors import TracingError
+
+__all__ = [
+    "attribute_at",
+    "check_object_input",
+    "class_key",
+    "find_class",
+    "holds_node",
+    "object_fields",
+    "rebuild_object",
+    "rebuilt",
+]
 
 # Classes of the objects graphs rebuild, by the name their nodes carry: torch.fx writes
 # arguments into generated code by ``repr``, which a class has no usable form of.
@@ -76,21 +88,67 @@ def object_fields(obj: Any) -> tuple[dict[Any, Any] | None, dict[str, Any]] | No
     return None, attributes
 
 
-def rebuilt(value: Any, make: Callable[[type, dict[Any, Any] | None, dict[str, Any]], Any]) -> Any:
+def holds_node(value: Any, is_node: Callable[[Any], bool]) -> bool:
+    """Whether ``value`` holds a value ``is_node`` accepts (a proxy, a graph node), through
+    tuples, lists, dicts and the fields of objects (a cache object's list of layer objects,
+    each holding tensors), each object visited once."""
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        if is_node(value):
+            return True
+        if id(value) in seen or isinstance(value, torch.nn.Module):
+            continue
+        seen.add(id(value))
+        if isinstance(value, (tuple, list)):
+            stack += value
+        elif type(value) is dict:
+            stack += value.values()
+        elif (fields := object_fields(value)) is not None:
+            items, attributes = fields
+            stack += [*(items or {}).values(), *attributes.values()]
+    return False
+
+
+def rebuilt(
+    value: Any,
+    make: Callable[[type, dict[Any, Any] | None, dict[str, Any]], Any],
+    unpack: Callable[[dict[Any, Any]], Any] | None = None,
+) -> Any:
     """``value`` (an output holding graph nodes) with each object :func:`object_fields` takes
-    apart replaced by ``make(cls, items, attributes)``, through tuples, lists and dicts."""
+    apart replaced by ``make(cls, items, attributes)``, through tuples, lists and dicts;
+    ``unpack`` turns a dict that stands for an object back into it (or gives ``None``)."""
     if isinstance(value, torch.fx.Node):
         return value
     if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
-        return type(value)(rebuilt(v, make) for v in value)
+        return type(value)(rebuilt(v, make, unpack) for v in value)
     if type(value) is dict:
-        return {k: rebuilt(v, make) for k, v in value.items()}
+        obj = None if unpack is None else unpack(value)
+        if obj is not None:
+            return rebuilt(obj, make, unpack)
+        return {k: rebuilt(v, make, unpack) for k, v in value.items()}
     fields = object_fields(value)
     if fields is None:
         return value
     items, attributes = fields
     return make(
         type(value),
-        None if items is None else {k: rebuilt(v, make) for k, v in items.items()},
-        {k: rebuilt(v, make) for k, v in attributes.items()},
+        None if items is None else {k: rebuilt(v, make, unpack) for k, v in items.items()},
+        {k: rebuilt(v, make, unpack) for k, v in attributes.items()},
+    )
+
+
+def check_object_input(owner: str, name: str, value: Any) -> None:
+    """Refuse an argument holding tensors inside objects (a cache of keys and values from a
+    previous call): the concrete tracer would bake its tensors into the graph as constants,
+    and write its traced values into the caller's object."""
+    if not holds_node(value, lambda v: isinstance(v, torch.Tensor)):
+        return
+    raise TracingError(
+        f"{owner}: argument {name!r} is a {type(value).__name__} holding tensors inside an "
+        "object; graphs take tensors as inputs only directly or in tuples, lists and dicts "
+        "(an object like it is fine as an output: a cache the call builds). Trace the call "
+        f"without {name!r} (a first step, whose output carries the cache), or with "
+        "backend='export' if the class is registered as a pytree."
     )

@@ -16,19 +16,21 @@ import torch
 import torch.fx
 
 from .facts import Fact
+from .flow import is_guard
 from .operations import (
     DATA_SHAPED_FUNCTIONS,
     DATA_SHAPED_METHODS,
     FACTORIES,
+    PURE_FUNCTIONS,
     RANDOM_FACTORIES,
     RANDOM_METHODS,
     SHAPE_ATTRIBUTES,
     SHAPE_METHODS,
 )
-from .records import NodeRecord, record_of, set_record
-from .values import holds_tensor, leaves
+from .records import NodeRecord, describe, record_of, set_record
+from .values import holds_tensor, leaves, map_values
 
-__all__ = ["input_record", "record_call"]
+__all__ = ["finalize", "input_record", "record_call"]
 
 
 def input_record(name: str, value: Any) -> NodeRecord:
@@ -169,3 +171,27 @@ def _shape_record(
         else None
     )
     return NodeRecord(static=True, deps=deps, shape_deps=length_deps, shape_of=shape_of)
+
+
+def finalize(graph: torch.fx.Graph, value_of: Callable[[torch.fx.Node], Any]) -> Any:
+    """Drop the unused static nodes of pure reads, describe each node's value in its record,
+    and return the outputs' values."""
+    output = next(n for n in reversed(graph.nodes) if n.op == "output")
+    outputs = map_values(
+        output.args[0], lambda a: value_of(a) if isinstance(a, torch.fx.Node) else a
+    )
+    for node in reversed(list(graph.nodes)):
+        if (
+            not node.users
+            and record_of(node).static
+            and not is_guard(node)
+            and (
+                (node.op == "call_function" and node.target in PURE_FUNCTIONS)
+                or (node.op == "call_method" and node.target in SHAPE_METHODS)
+            )
+        ):
+            graph.erase_node(node)
+    for node in graph.nodes:
+        set_record(node, describe(record_of(node), value_of(node)))
+    graph.lint()
+    return outputs

@@ -12,9 +12,8 @@ from collections.abc import Collection, Iterable
 
 import torch.fx
 
-from .assignments import is_assignment
 from .compat import copy_codegen
-from .flow import is_guard
+from .flow import check_decision, is_guard
 
 __all__ = [
     "SLOTS",
@@ -189,7 +188,7 @@ def strip_guards(graph: torch.fx.Graph) -> tuple[int, list[str]]:
     and the attributes it assigns (a file holds no module of the user's to update). Returns
     how many checks were removed, and the attributes no longer assigned."""
     guards = [n for n in graph.nodes if is_guard(n)]
-    assigned = [str(n.args[1]) for n in guards if is_assignment(n)]
+    assigned = [str(n.args[1]) for n in guards if n.target is not check_decision]
     for node in reversed(guards):
         graph.erase_node(node)
     return len(guards) - len(assigned), assigned

@@ -19,14 +19,14 @@ from .attributes import module_state, runs_user_code
 from .compat import RootCallTracer, recorded_node, target_name
 from .factories import generator_at, held_across_calls, traced_factories
 from .facts import Fact
-from .flow import READERS, FlowStep, check_decision, is_guard
+from .flow import READERS, FlowStep, check_decision
 from .introspection import decision_file, user_inspection
-from .objects import class_key, object_fields, rebuild_object
-from .operations import PURE_FUNCTIONS, SHAPE_ATTRIBUTES, SHAPE_METHODS, returns_none
+from .objects import check_object_input, class_key, holds_node, object_fields, rebuild_object
+from .operations import SHAPE_ATTRIBUTES, returns_none
 from .placeholders import root_call
-from .propagation import input_record, record_call
+from .propagation import finalize, input_record, record_call
 from .proxy import ConcreteAttribute, ConcreteProxy
-from .records import NodeRecord, TracedGraph, describe, record_of, set_record
+from .records import NodeRecord, TracedGraph, record_of, set_record
 from .state import restore_state
 from .values import has_proxy, is_proxied_input, map_values
 
@@ -166,7 +166,7 @@ class BendingTracer(RootCallTracer):
             state = self._constant(a.get_state())
             return self.create_node("call_function", generator_at, (str(a.device), state), {})
         fields = None if isinstance(a, torch.nn.Module) else object_fields(a)
-        if fields is not None and has_proxy(fields):
+        if fields is not None and holds_node(fields, _is_proxy):
             items, attributes = fields
             args = (class_key(type(a)), items, attributes)
             return self.create_proxy("call_function", rebuild_object, args, {}).node
@@ -293,6 +293,7 @@ class BendingTracer(RootCallTracer):
             value = self._concrete_hook(node, value)
         self._values[node] = value
         if not is_proxied_input(value) or (self.numbers_as_values and type(value) in (int, float)):
+            check_object_input(f"{type(self.root).__name__}.{self.traced_func_name}", name, value)
             # A default (the call did not give it) is no input of the call: nothing to guard.
             deps = frozenset({(name, "value", None)}) if name in self._inputs else frozenset()
             self._concrete_inputs.append(name)
@@ -384,24 +385,8 @@ class BendingTracer(RootCallTracer):
     # -- after tracing -------------------------------------------------------------------------
 
     def _finalize(self, graph: torch.fx.Graph) -> Any:
-        """Drop the unused static nodes of pure reads, describe each node's value in its
-        record, and return the outputs' values."""
-        output = next(n for n in reversed(graph.nodes) if n.op == "output")
-        outputs = map_values(
-            output.args[0], lambda a: self._values.get(a) if isinstance(a, Node) else a
-        )
-        for node in reversed(list(graph.nodes)):
-            if (
-                not node.users
-                and record_of(node).static
-                and not is_guard(node)
-                and (
-                    (node.op == "call_function" and node.target in PURE_FUNCTIONS)
-                    or (node.op == "call_method" and node.target in SHAPE_METHODS)
-                )
-            ):
-                graph.erase_node(node)
-        for node in graph.nodes:
-            set_record(node, describe(record_of(node), self._values.get(node)))
-        graph.lint()
-        return outputs
+        return finalize(graph, self._values.get)
+
+
+def _is_proxy(value: Any) -> bool:
+    return isinstance(value, torch.fx.Proxy)

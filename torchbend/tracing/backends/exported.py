@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -21,8 +22,13 @@ from torch import nn
 
 from ...errors import TracingError
 from ..attributes import module_state
+from ..compat import pytree
+from ..facts import Fact
 from ..introspection import is_user_file
+from ..objects import check_object_input
 from ..records import TracedGraph
+from ..values import is_proxied_input
+from .packing import Packer
 from .program_graph import program_guards, quiet, rebuild_program, signature_facts, summary
 from .protocol import ValueHook, call_method
 
@@ -38,9 +44,11 @@ class _Call(nn.Module):
         self.root = root
         self.method = method
         self.names = names or []
+        self.packer = Packer()
 
     def forward(self, *args: Any, **inputs: Any) -> Any:
-        return call_method(self.root, self.method, {**dict(zip(self.names, args)), **inputs})
+        out = call_method(self.root, self.method, {**dict(zip(self.names, args)), **inputs})
+        return self.packer.pack(out)
 
 
 class ExportBackend:
@@ -62,24 +70,19 @@ class ExportBackend:
         names = list(inputs)
         values = tuple(inputs.values())
         dynamic = all(v is None or isinstance(v, (torch.Tensor, bool, int, float)) for v in values)
-        leaves = [n for n in names if inputs[n] is not None]  # None has no placeholder
-        try:
-            with quiet():
-                if dynamic:
-                    program = _export_dynamic(_Call(root, method, names), values)
-                else:  # containers of tensors: every size as it is
-                    program = torch.export.export(_Call(root, method), (), inputs, strict=False)
-        except Exception as e:
-            raise TracingError(
-                f"torch.export could not trace {owner}{_user_line(e)}: {summary(e)}"
-            ) from e
-        gm = program.module()
-        graph, constants = rebuild_program(
-            gm, root, program.call_spec.out_spec, leaves if dynamic else None
-        )
-        facts, accepts = (
-            program_guards(gm, names, leaves) if dynamic else (signature_facts(names), None)
-        )
+        for name, value in inputs.items():
+            if not is_proxied_input(value) and type(value) not in pytree.SUPPORTED_NODES:
+                check_object_input(owner, name, value)
+        if not dynamic:  # containers of tensors: every size as it is
+            call = _Call(root, method)
+            program = _export(owner, lambda: torch.export.export(call, (), inputs, strict=False))
+            gm = program.module()
+            graph, constants = rebuild_program(
+                gm, root, program.call_spec.out_spec, unpack=call.packer.unpacked
+            )
+            facts, accepts = signature_facts(names), None
+        else:
+            graph, constants, facts, accepts = _read_dynamic(owner, root, method, names, values)
         traced = TracedGraph(graph, constants, [], facts)
         traced.accepts = accepts
         # What torch.export does not guard: the plain attributes (modes, flags) of every module
@@ -104,15 +107,74 @@ def _user_line(e: BaseException) -> str:
     return f" at {os.path.basename(frame.filename)}:{frame.lineno}" + (f" ({code})" if code else "")
 
 
-def _export_dynamic(call: _Call, values: tuple[Any, ...]) -> torch.export.ExportedProgram:
-    """``call`` exported with every size of its tensor arguments left to torch.export to make
-    symbolic; exported with static sizes if that fails (some code guards on data then)."""
+def _export(owner: str, export: Callable[[], torch.export.ExportedProgram]) -> Any:
+    """``export()``, quiet, its failure a :class:`TracingError` naming the user's line."""
+    try:
+        with quiet():
+            return export()
+    except Exception as e:
+        raise TracingError(
+            f"torch.export could not trace {owner}{_user_line(e)}: {summary(e)}"
+        ) from e
+
+
+def _read_dynamic(
+    owner: str, root: nn.Module, method: str, names: list[str], values: tuple[Any, ...]
+) -> tuple[torch.fx.Graph, dict[str, torch.Tensor], tuple[Fact, ...], Any]:
+    """The graph, constants, facts and guards of ``root.<method>`` exported with automatic
+    dynamic sizes; if anything in that fails (torch.export's symbolic-shape solver on the
+    arithmetic of chunked code, which may depend on the hash seed; reading its program or its
+    guards), exported again with static sizes, every size of every tensor input a fact."""
+    call = _Call(root, method, names)
+    leaves = [n for n, v in zip(names, values) if v is not None]  # None has no placeholder
+    try:
+        with quiet():
+            program = torch.export.export(
+                call, values, dynamic_shapes={"args": _auto_shapes(values)}, strict=False
+            )
+        gm = program.module()
+        out_spec = program.call_spec.out_spec
+        graph, constants = rebuild_program(gm, root, out_spec, leaves, unpack=call.packer.unpacked)
+        facts, accepts = program_guards(gm, names, leaves)
+        if accepts is not None and not accepts(dict(zip(names, values))):
+            raise TracingError("its guards refuse the inputs it was exported on")
+        return graph, constants, facts, accepts
+    except Exception as dynamic:
+        try:
+            call.packer = Packer()
+            with quiet():
+                program = torch.export.export(call, values, strict=False)
+            gm = program.module()
+            out_spec = program.call_spec.out_spec
+            graph, constants = rebuild_program(
+                gm, root, out_spec, leaves, unpack=call.packer.unpacked
+            )
+            facts = _static_facts(names, values)
+        except Exception as static:
+            raise TracingError(
+                f"torch.export could not trace {owner}{_user_line(static)}: with dynamic "
+                f"sizes, {summary(dynamic)}; with static sizes, {summary(static)}"
+            ) from static
+        return graph, constants, facts, None
+
+
+def _static_facts(names: list[str], values: tuple[Any, ...]) -> tuple[Fact, ...]:
+    """Facts on every size of every tensor argument (and the dtype and rank), and the values
+    of the others: what a program exported with static sizes holds for."""
+    facts: list[Fact] = []
+    for name, value in zip(names, values):
+        if not isinstance(value, torch.Tensor):
+            facts.append((name, "sig", None))
+            continue
+        facts += [(name, "dtype", None), (name, "ndim", None)]
+        facts += [(name, "shape", d) for d in range(value.ndim)]
+    return tuple(facts)
+
+
+def _auto_shapes(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Every size of every tensor argument left to torch.export to make symbolic."""
     auto = torch.export.Dim.AUTO
-    shapes = tuple(
+    return tuple(
         {d: auto for d in range(v.ndim)} if isinstance(v, torch.Tensor) and v.ndim else None
         for v in values
     )
-    try:
-        return torch.export.export(call, values, dynamic_shapes={"args": shapes}, strict=False)
-    except Exception:
-        return torch.export.export(call, values, strict=False)

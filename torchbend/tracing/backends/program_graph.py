@@ -89,11 +89,14 @@ def rebuild_program(
     out_spec: Any,
     inputs: list[str] | None = None,
     examples: list[Any] | None = None,
+    unpack: Callable[[dict[Any, Any]], Any] | None = None,
 ) -> tuple[torch.fx.Graph, dict[str, torch.Tensor]]:
     """The exported graph with plain placeholders (named ``inputs`` in order, if given) and
     output, named and recorded nodes, and weights read from ``root``'s paths; returns it and
     the constants it reads. With the ``examples`` of ``inputs``, an input that is a tuple or
-    list (flattened into several placeholders by the program) is one placeholder, indexed."""
+    list (flattened into several placeholders by the program) is one placeholder, indexed.
+    ``unpack`` turns a dict of the output back into the object it stands for (objects the
+    export packed into dicts), as :func:`rebuilt` takes it."""
     graph = torch.fx.Graph()
     names = iter(inputs or []) if examples is None else _flat_inputs(graph, inputs, examples)
     env: dict[torch.fx.Node, torch.fx.Node] = {}
@@ -116,7 +119,7 @@ def rebuild_program(
             flat = node.args[0]
             flat = list(flat) if isinstance(flat, (list, tuple)) else [flat]
             value = pytree.tree_unflatten([arg(v) for v in flat], out_spec)
-            graph.output(rebuilt(value, partial(_object_node, graph)))
+            graph.output(rebuilt(value, partial(_object_node, graph), unpack))
             continue
         elif node.op == "get_attr":
             target = _strip_root(str(node.target))
