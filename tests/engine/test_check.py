@@ -142,3 +142,29 @@ def test_isinstance_on_an_int_argument_is_never_silently_wrong():
         assert "shape [1, 6] instead of [1, 5, 6]" in str(e)
         return
     assert torch.equal(bended(h), head(h))
+
+
+def test_outputs_held_by_objects_are_compared_item_by_item_and_field_by_field():
+    """A ModelOutput is a dict subclass and a cache an object holding lists of tensors: the
+    check looks inside both (it compared their types only)."""
+
+    class Output(dict):
+        pass
+
+    class Layer:
+        def __init__(self, keys: torch.Tensor) -> None:
+            self.keys = keys
+
+    class Cache:
+        def __init__(self, *keys: torch.Tensor) -> None:
+            self.layers = [Layer(k) for k in keys]
+
+    one, zero = torch.ones(2), torch.zeros(2)
+    assert first_difference(Output(logits=one), Output(logits=one.clone())) is None
+    assert "output['logits']: max difference 1" in first_difference(
+        Output(logits=one), Output(logits=zero)
+    )
+    assert "output['past'].layers[1].keys" in first_difference(
+        Output(past=Cache(one, one)), Output(past=Cache(one, zero))
+    )
+    assert "expected" in first_difference(Output(logits=one), Output(scores=one))

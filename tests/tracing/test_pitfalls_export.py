@@ -119,11 +119,11 @@ def test_a_failure_reading_the_dynamic_program_falls_back_to_static_sizes(monkey
     its symbolic-shape solver may on chunking arithmetic: static sizes, each one a fact."""
     rebuild = exported.rebuild_program
 
-    def fails_on_symbolic_sizes(gm, *args):
+    def fails_on_symbolic_sizes(gm, *args, **kwargs):
         sizes = [n.meta["val"].shape for n in gm.graph.nodes if n.op == "placeholder"]
         if any(not isinstance(d, int) for shape in sizes for d in shape):
             raise RuntimeError("a solver error on symbolic sizes")
-        return rebuild(gm, *args)
+        return rebuild(gm, *args, **kwargs)
 
     monkeypatch.setattr(exported, "rebuild_program", fails_on_symbolic_sizes)
     x = torch.randn(2, 6, 3)

@@ -21,8 +21,9 @@ from torch import nn
 from ..errors import TracingError
 from ..tracing import DecisionChanged
 from ..tracing.backends import TracingBackend, call_method
+from ..tracing.objects import labelled_leaves
 from ..tracing.state import kept_attributes, kept_generators
-from ..tracing.values import clone_inputs, leaves, map_values
+from ..tracing.values import clone_inputs, map_values
 from .dispatch import Entry, Method
 from .protocols import EntryHooks, Replayable
 from .rewriting import build_graph_module, graph_module_record
@@ -112,12 +113,19 @@ def kept_buffers(root: nn.Module) -> Iterator[None]:
 
 
 def first_difference(expected: Any, got: Any) -> str | None:
-    """What differs between two outputs (nested containers of tensors and plain values)."""
-    a, b = list(leaves(expected)), list(leaves(got))
-    if len(a) != len(b):
-        return f"{len(a)} output value(s) expected, the graph gave {len(b)}"
-    for i, (x, y) in enumerate(zip(a, b)):
-        where = f"output {i}" if len(a) > 1 else "the output"
+    """What differs between two outputs: nested containers of tensors and plain values, and
+    the objects they hold (a ``ModelOutput``'s items, a cache's layers), compared field by
+    field."""
+    a, b = dict(labelled_leaves(expected)), dict(labelled_leaves(got))
+    # An attribute one object has and the other not is a value cached on first use (a
+    # distribution's lazy property): compared where both have it.
+    if any("." not in w for w in a.keys() ^ b.keys()):
+        return (
+            f"{len(a)} output value(s) expected ({_where(a)}), the graph gave {len(b)} "
+            f"({_where(b)})"
+        )
+    for w in (w for w in a if w in b):
+        x, y, where = a[w], b[w], f"output{w}" if w else "the output"
         if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
             return f"{where}: expected {_short(x)}, got {_short(y)}"
         if isinstance(x, torch.Tensor):
@@ -127,6 +135,11 @@ def first_difference(expected: Any, got: Any) -> str | None:
         elif _plain(x) != _plain(y):
             return f"{where}: expected {x!r}, got {y!r}"
     return None
+
+
+def _where(found: dict[str, Any]) -> str:
+    names = [w or "the output" for w in found]
+    return ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
 
 
 def buffers_of(root: nn.Module) -> dict[str, torch.Tensor]:

@@ -18,6 +18,7 @@ __all__ = [
     "class_key",
     "find_class",
     "holds_node",
+    "labelled_leaves",
     "object_fields",
     "rebuild_object",
     "rebuilt",
@@ -109,6 +110,37 @@ def holds_node(value: Any, is_node: Callable[[Any], bool]) -> bool:
             items, attributes = fields
             stack += [*(items or {}).values(), *attributes.values()]
     return False
+
+
+def labelled_leaves(value: Any) -> list[tuple[str, Any]]:
+    """The tensors and plain values ``value`` holds, each with where it is (``[0]``,
+    ``['logits']``, ``.layers[1].keys``), through tuples, lists, mappings (a ``ModelOutput``
+    too) and the fields of objects (a cache's layers); an object met twice is walked once."""
+    found: list[tuple[str, Any]] = []
+    seen: set[int] = set()
+
+    def walk(value: Any, where: str) -> None:
+        if isinstance(value, (torch.Tensor, torch.nn.Module)) or id(value) in seen:
+            found.append((where, value))
+            return
+        if isinstance(value, (tuple, list)):
+            seen.add(id(value))
+            for i, v in enumerate(value):
+                walk(v, f"{where}[{i}]")
+        elif isinstance(value, dict):
+            seen.add(id(value))
+            for k, v in value.items():
+                walk(v, f"{where}[{k!r}]")
+        elif (fields := object_fields(value)) is not None and not isinstance(value, dict):
+            seen.add(id(value))
+            for k, v in fields[1].items():
+                if not k.startswith("_"):
+                    walk(v, f"{where}.{k}")
+        else:
+            found.append((where, value))
+
+    walk(value, "")
+    return found
 
 
 def rebuilt(
