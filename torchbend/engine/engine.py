@@ -185,9 +185,6 @@ class Engine:
         else:
             applied = shaping(callback, given, self.guard)
         self.board.check(applied)
-        device = next((t.device for t in self.module.parameters()), None)
-        if device is not None and any(b.device != device for b in applied.buffers()):
-            applied.to(device)  # bent after the model moved: the callback follows it
         originals = {w: self.weights.original(w) for w in selection.weights}
         bending = self.bendings.add(
             applied, patterns, fns, selection, originals, expanded, given, callback
@@ -196,6 +193,9 @@ class Engine:
         try:
             for method, entry in self.table.entries():
                 self.bendings.attach_one(bending, method, entry)
+            device = next((t.device for t in self.module.parameters()), None)
+            if device is not None and any(b.device != device for b in applied.buffers()):
+                applied.to(device)  # bent after the model moved: its state follows it
             if bending.weights:
                 self.weights.rebend(bending.weights)
             self.table.rebuild(list(bending.activations))
