@@ -163,3 +163,20 @@ def test_llama_called_with_its_defaults_returns_the_cache_eager_returns(backend)
         torch.testing.assert_close(mine.keys, theirs.keys)
         torch.testing.assert_close(mine.values, theirs.values)
     assert got.past_key_values.get_seq_length() == 6
+
+
+class NoneBetween(nn.Module):
+    """An argument left ``None`` between two given ones (an encoder-decoder's
+    ``attention_mask`` between ``input_features`` and ``decoder_input_ids``)."""
+
+    def forward(self, x, mask=None, y=None):
+        return x * 2 + (0 if y is None else y.sum())
+
+
+def test_the_export_backend_names_the_inputs_around_a_none_between_them():
+    check_calls(
+        NoneBetween,
+        {"x": torch.randn(2, 3), "y": torch.randn(4)},
+        {"x": torch.randn(3, 3), "y": torch.randn(5)},
+        backend="export",
+    )

@@ -39,16 +39,24 @@ class _Call(nn.Module):
     """``root.<method>`` as a module's forward, for torch.export: by keyword, or positionally
     in the order of ``names`` (torch.export takes dynamic sizes of positional arguments)."""
 
-    def __init__(self, root: nn.Module, method: str, names: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        root: nn.Module,
+        method: str,
+        names: list[str] | None = None,
+        fixed: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__()
         self.root = root
         self.method = method
         self.names = names or []
+        self.fixed = fixed or {}
+        """Inputs passed as they are (``None``: no placeholder, no size to make symbolic)."""
         self.packer = Packer()
 
     def forward(self, *args: Any, **inputs: Any) -> Any:
-        out = call_method(self.root, self.method, {**dict(zip(self.names, args)), **inputs})
-        return self.packer.pack(out)
+        given = {**self.fixed, **dict(zip(self.names, args)), **inputs}
+        return self.packer.pack(call_method(self.root, self.method, given))
 
 
 class ExportBackend:
@@ -125,12 +133,15 @@ def _read_dynamic(
     dynamic sizes; if anything in that fails (torch.export's symbolic-shape solver on the
     arithmetic of chunked code, which may depend on the hash seed; reading its program or its
     guards), exported again with static sizes, every size of every tensor input a fact."""
-    call = _Call(root, method, names)
-    leaves = [n for n, v in zip(names, values) if v is not None]  # None has no placeholder
+    # ``None`` inputs are passed as they are: the program's placeholders are the others, in
+    # order, whatever the signature's order of the two.
+    leaves = [n for n, v in zip(names, values) if v is not None]
+    given = tuple(v for v in values if v is not None)
+    call = _Call(root, method, leaves, {n: v for n, v in zip(names, values) if v is None})
     try:
         with quiet():
             program = torch.export.export(
-                call, values, dynamic_shapes={"args": _auto_shapes(values)}, strict=False
+                call, given, dynamic_shapes={"args": _auto_shapes(given)}, strict=False
             )
         gm = program.module()
         out_spec = program.call_spec.out_spec
@@ -143,7 +154,7 @@ def _read_dynamic(
         try:
             call.packer = Packer()
             with quiet():
-                program = torch.export.export(call, values, strict=False)
+                program = torch.export.export(call, given, strict=False)
             gm = program.module()
             out_spec = program.call_spec.out_spec
             graph, constants = rebuild_program(
