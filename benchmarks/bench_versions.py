@@ -1,6 +1,7 @@
 """This checkout against another commit of torchbend, in the same run: calls, updates, streaming.
 
-Run: python benchmarks/bench_versions.py [--before REV] [--quick] [--write docs/benchmarks.md]
+Run: python benchmarks/bench_versions.py [--before REV] [--quick] [--traces]
+     [--write docs/benchmarks.md]
 
 The package at ``REV`` (default ``HEAD~1``) is extracted with ``git archive`` into a temporary
 folder as ``torchbend_before`` and imported next to this checkout's ``torchbend``, so that each
@@ -9,7 +10,8 @@ and the median over rounds of ``after / before`` (paired), for the per-call cost
 (bench_call's conv stack: nothing bent, an activation masked, a weight scaled), a control
 update + call (activation and weight controls, as bench_update) and one streamed block of
 this checkout's TinyRave (``models.load("tiny_rave")``) bent by each with a Mask and a Scale
-(as bench_realtime, block 2048).
+(as bench_realtime, block 2048). With ``--traces``: one trace of each of a few zoo models
+(tests/zoo/models.py) instead, by the concrete backend, its self-check included.
 """
 
 from __future__ import annotations
@@ -76,13 +78,38 @@ def stream(tb: ModuleType, model: torch.nn.Module, block: int) -> Callable:
     return functools.partial(s.process_block, x)
 
 
+TRACED = ("LlamaModel", "T5Model", "EncodecModel", "UNet2DModel")
+"""Zoo models (tests/zoo/models.py) whose trace ``--traces`` times."""
+
+
+def traces(tb: ModuleType) -> dict[str, Callable]:
+    """One trace (a new BendedModule, the concrete backend, the self-check included) of each
+    model of :data:`TRACED`, by ``tb``."""
+    sys.path.insert(0, str(ROOT / "tests" / "zoo"))
+    from models import ALL
+
+    out: dict[str, Callable] = {}
+    for name in TRACED:
+        zoo = next(m for m in ALL if m.name == name)
+        module, inputs = zoo.build()
+
+        def trace(m: torch.nn.Module = module, i: dict = inputs, method: str = zoo.method) -> None:
+            tb.BendedModule(m, backend="concrete").trace(method, **i)
+
+        out[f"trace {name}"] = trace
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--before", default="HEAD~1", help="git revision to compare with")
     parser.add_argument("--quick", action="store_true", help="few rounds (a smoke test)")
     parser.add_argument("--write", type=Path, help="replace the table in this Markdown file")
+    parser.add_argument(
+        "--traces", action="store_true", help="time traces of zoo models instead of calls"
+    )
     args = parser.parse_args()
-    rounds = 5 if args.quick else 300
+    rounds = 5 if args.quick else 9 if args.traces else 300
     torch.set_num_threads(1)
     import torchbend as after
 
@@ -101,13 +128,15 @@ def main() -> None:
         shipped = after.models.load("tiny_rave").set_streaming(True)
         fns: dict[str, Callable] = {}
         for tag, tb in (("before", before), ("after", after)):
-            for name, fn in calls(tb, model, x).items():
+            work = traces(tb) if args.traces else calls(tb, model, x)
+            for name, fn in work.items():
                 fns[f"{name} [{tag}]"] = fn
-            fns[f"stream block 2048, Mask + Scale [{tag}]"] = stream(tb, shipped, 2048)
+            if not args.traces:
+                fns[f"stream block 2048, Mask + Scale [{tag}]"] = stream(tb, shipped, 2048)
         names = sorted({k.rsplit(" [", 1)[0] for k in fns})
         pairs = [(f"{n} [after]", f"{n} [before]") for n in names]
-        with torch.inference_mode():
-            med, ratio = interleaved(fns, rounds, pairs=pairs, warmup=3)
+        with torch.inference_mode(not args.traces):
+            med, ratio = interleaved(fns, rounds, pairs=pairs, warmup=1 if args.traces else 3)
     lines = [
         f"before: {rev}; after: this checkout; torch {torch.__version__}, 1 thread, "
         f"{platform.processor() or platform.machine()}, {rounds} rounds",
@@ -121,7 +150,8 @@ def main() -> None:
         lines.append(f"| {n} | {med[b] * 1e3:.3f} ms | {med[a] * 1e3:.3f} ms | {paired:.3f}x |")
     print("\n".join(lines))
     if args.write:
-        write_section(args.write, "bench_versions", lines[2:])
+        section = "bench_versions_traces" if args.traces else "bench_versions"
+        write_section(args.write, section, lines[2:] if not args.traces else lines)
 
 
 if __name__ == "__main__":

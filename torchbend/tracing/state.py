@@ -72,9 +72,9 @@ def kept_attributes(root: torch.nn.Module) -> Iterator[None]:
         for prefix, m, before in attributes:
             for key, value in list(vars(m).items()):
                 old = before.get(key, _ABSENT)
-                tensor = is_tensor_like(value) or is_tensor_like(old)
                 if value is old or (is_plain(value) and is_plain(old) and value == old):
                     continue
+                tensor = is_tensor_like(value) or is_tensor_like(old)
                 if not (tensor or is_plain(value)):
                     continue  # a container, an object: not state a graph decides on
                 # A plain value changed is state no graph makes (a call counter); a tensor
@@ -103,7 +103,7 @@ def kept_generators(root: torch.nn.Module) -> Iterator[None]:
     """Put the random generators ``root``'s modules hold (``self.generator``) back in the
     state they were in: a run made to trace or to check draws nothing a call would miss."""
     held = {
-        id(v): v for m in root.modules() for v in vars(m).values() if isinstance(v, torch.Generator)
+        id(v): v for m in root.modules() for v in vars(m).values() if type(v) is torch.Generator
     }
     states = [(g, g.get_state()) for g in held.values()]
     try:
