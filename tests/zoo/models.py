@@ -1184,12 +1184,14 @@ IDIOMS: list[ZooModel] = [
         "transformers",
         "seeded dither (a generator seeded with a traced size) and a front end",
         _dithered,
+        module="transformers.models.cohere_asr",
     ),
     ZooModel(
         "Qwen2.5-Omni vision positions",
         "transformers",
         "multimodal RoPE positions (legacy torch.Tensor, sizes from values)",
         _omni_positions,
+        module="transformers.models.qwen2_5_omni",
     ),
     ZooModel(
         "LlamaModel(dynamic RoPE)",
