@@ -179,8 +179,8 @@ class BendingTracer(RootCallTracer):
             raise TracingError(
                 f"while tracing {type(self.root).__name__}.{self.traced_func_name}, code at "
                 f"{where} passes a {type(a).__name__} to a traced operation: graphs cannot hold "
-                "such an object. Pass inputs that avoid it (use_cache=False for a transformers "
-                "model), or make the module using it a leaf (torchbend_leaf = True)."
+                "such an object. Pass inputs that avoid it, or make the module using it a leaf "
+                "(torchbend_leaf = True)."
             ) from None
 
     def create_proxy(
