@@ -24,7 +24,6 @@ __all__ = [
     "assigned_since",
     "identity_guards",
     "in_leaf",
-    "is_assignment",
     "is_tensor_like",
     "record_assignments",
 ]
@@ -58,10 +57,6 @@ def assign_attribute(owner: int, name: str, buffer: bool, value: Any) -> None:
         vars(module)[name] = value
 
 
-def is_assignment(node: torch.fx.Node) -> bool:
-    return node.op == "call_function" and node.target is assign_attribute
-
-
 @dataclass(frozen=True)
 class Assigned:
     """One attribute forward replaced while tracing."""
@@ -71,16 +66,6 @@ class Assigned:
     name: str
     buffer: bool
     value: Any
-    previous: Any
-
-    def undo(self) -> None:
-        """Put the attribute back as it was before the trace (buffers: see ``restore_state``)."""
-        if self.buffer:
-            return
-        if self.previous is _ABSENT:
-            del vars(self.module)[self.name]
-        else:
-            vars(self.module)[self.name] = self.previous
 
     def arguments(self) -> tuple[int, str, bool]:
         return (_owner_key(self.module), self.name, self.buffer)
@@ -116,13 +101,13 @@ def assigned_since(before: Snapshot) -> list[Assigned]:
     for path, m, buffers, attributes in before:
         for name, value in m._buffers.items():
             if value is not buffers.get(name, _ABSENT) and value is not None:
-                found.append(Assigned(m, path, name, True, value, buffers.get(name)))
+                found.append(Assigned(m, path, name, True, value))
         for name, value in vars(m).items():
             if name.startswith("_") or name in m._buffers:
                 continue
             old = attributes.get(name, _ABSENT)
             if value is not old and (is_tensor_like(value) or is_tensor_like(old)):
-                found.append(Assigned(m, path, name, False, value, old))
+                found.append(Assigned(m, path, name, False, value))
     for a in found:
         _REPLACED.setdefault(a.module, set()).add((a.buffer, a.name))
     return found
@@ -170,8 +155,8 @@ def in_leaf(tracer: _Tracer, root: nn.Module) -> Callable[[nn.Module, str], bool
 
 def record_assignments(tracer: _Tracer, graph: torch.fx.Graph, assigned: list[Assigned]) -> None:
     """Attributes forward replaced (``self.pe = longer``, ``register_buffer``), assigned by
-    the graph at its end as eager code leaves them; the module is put back as it was (tracing
-    is not a call)."""
+    the graph at its end as eager code leaves them (``restore_state`` puts the module back as
+    it was: tracing is not a call)."""
     output = next(n for n in reversed(graph.nodes) if n.op == "output")
     with graph.inserting_before(output):
         for a in assigned:
@@ -179,4 +164,3 @@ def record_assignments(tracer: _Tracer, graph: torch.fx.Graph, assigned: list[As
             name = "assign_" + re.sub(r"\W", "_", a.label)
             node = tracer.create_node("call_function", assign_attribute, args, {}, name)
             set_record(node, NodeRecord(static=True, shape_deps=frozenset()))
-            a.undo()

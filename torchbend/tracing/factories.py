@@ -12,6 +12,7 @@ import torch.fx
 from torch.overrides import TorchFunctionMode
 
 from .operations import FACTORIES
+from .state import held_generators
 from .swaps import swapped
 from .values import has_proxy
 
@@ -27,7 +28,9 @@ _REPLACED = (*_VARARG_SIZES, "full", "arange", "tensor", "as_tensor", "eye", "li
 # parser takes a proxy in their data for a sequence and fails, or bakes its value unguarded.
 _LEGACY = ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
 _LEGACY_TYPES = tuple(f"{kind}Tensor" for kind in _LEGACY)
-_ORIGINALS = {name: getattr(torch, name) for name in (*_REPLACED, *_LEGACY_TYPES, "manual_seed")}
+_ORIGINALS = {
+    name: getattr(torch, name) for name in (*_REPLACED, *_LEGACY_TYPES, "manual_seed", "Tensor")
+}
 """The functions themselves, as torch has them when no trace runs."""
 
 
@@ -87,25 +90,31 @@ def _is_size(tracer: _Tracer, value: Any) -> bool:
 
 def legacy_tensor(name: str, *args: Any) -> torch.Tensor:
     """``torch.<name>(*args)`` (``Tensor``, ``FloatTensor``...), as a graph calls it."""
-    if name == "Tensor":
-        return torch.Tensor(*args)
-    return _ORIGINALS[name](*args)
+    return _ORIGINALS[name](*args)  # type: ignore[no-any-return]
 
 
 def _legacy(tracer: _Tracer, name: str) -> Callable[..., Any]:
     """Legacy constructor ``torch.<name>``, recorded in the graph when its data is traced."""
-    original = _ORIGINALS.get(name)
+    original = _ORIGINALS[name]
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        if name == "Tensor":  # as ``Tensor.__new__(cls, ...)``: subclasses are left alone
-            cls, *args = args  # type: ignore[assignment]
-            if cls is not torch.Tensor or tracer.executing or not has_proxy((args, kwargs)):
-                return _TENSOR_NEW(cls, *args, **kwargs)
-        elif tracer.executing or not has_proxy((args, kwargs)):
-            return original(*args, **kwargs)  # type: ignore[misc]
+        if tracer.executing or not has_proxy((args, kwargs)):
+            return original(*args, **kwargs)
         return tracer.create_proxy("call_function", legacy_tensor, (name, *args), kwargs)
 
     return call
+
+
+def _tensor_new(tracer: _Tracer) -> Callable[..., Any]:
+    """``torch.Tensor.__new__``: ``torch.Tensor(data)`` of traced data recorded in the graph
+    as the legacy constructors are; subclasses (``nn.Parameter``) left alone."""
+
+    def new(cls: type, *args: Any, **kwargs: Any) -> Any:
+        if cls is torch.Tensor and not tracer.executing and has_proxy((args, kwargs)):
+            return tracer.create_proxy("call_function", legacy_tensor, ("Tensor", *args), kwargs)
+        return _TENSOR_NEW(cls, *args, **kwargs)
+
+    return new
 
 
 _TENSOR_NEW = torch.Tensor.__new__
@@ -142,7 +151,7 @@ def traced_factories(tracer: _Tracer) -> Iterator[None]:
         )
         for name in _LEGACY_TYPES:
             swaps.enter_context(swapped(torch, name, _legacy(tracer, name)))
-        swaps.enter_context(swapped(torch.Tensor, "__new__", _legacy(tracer, "Tensor")))
+        swaps.enter_context(swapped(torch.Tensor, "__new__", _tensor_new(tracer)))
         with _RecordFactories(tracer):
             yield
 
@@ -160,4 +169,4 @@ def held_across_calls(generator: torch.Generator, root: torch.nn.Module, inputs:
     attribute of a module (draws from it go on where the last call left it)."""
     if generator is torch.default_generator or any(generator is v for v in inputs.values()):
         return True
-    return any(generator is v for m in root.modules() for v in vars(m).values())
+    return any(generator is g for g in held_generators(root))

@@ -12,7 +12,7 @@ from ..errors import TracingError
 from .assignments import is_tensor_like
 from .attributes import is_plain
 
-__all__ = ["kept_attributes", "kept_generators", "restore_state"]
+__all__ = ["held_generators", "kept_attributes", "kept_generators", "restore_state"]
 
 _ABSENT = object()
 
@@ -102,12 +102,18 @@ def kept_attributes(root: torch.nn.Module) -> Iterator[None]:
 def kept_generators(root: torch.nn.Module) -> Iterator[None]:
     """Put the random generators ``root``'s modules hold (``self.generator``) back in the
     state they were in: a run made to trace or to check draws nothing a call would miss."""
-    held = {
-        id(v): v for m in root.modules() for v in vars(m).values() if type(v) is torch.Generator
-    }
-    states = [(g, g.get_state()) for g in held.values()]
+    states = [(g, g.get_state()) for g in held_generators(root)]
     try:
         yield
     finally:
         for g, state in states:
             g.set_state(state)
+
+
+def held_generators(root: torch.nn.Module) -> list[torch.Generator]:
+    """The random generators ``root``'s modules hold as attributes, each once (by type: while
+    tracing, ``isinstance`` is the tracer's)."""
+    found = {
+        id(v): v for m in root.modules() for v in vars(m).values() if type(v) is torch.Generator
+    }
+    return list(found.values())
